@@ -1,0 +1,49 @@
+# gridwms: `make run` (dashboard on SQLite with a demo world) and `make test` (the whole suite).
+PY ?= python3
+VENV = .venv
+BIN = $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run worker test test-pg lint bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+	@command -v chromium >/dev/null 2>&1 || command -v apt-get >/dev/null 2>&1 && \
+	  { command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }; } || \
+	  echo "chromium not installed: the browser tests will be skipped"
+
+# Migrate, load the demo world once, create the schedules, then run the django-q2 cluster and
+# the web server together; Ctrl-C stops both.
+run: $(BIN)/.installed
+	$(BIN)/python manage.py migrate --no-input -v0
+	$(BIN)/python manage.py createcachetable
+	$(BIN)/python manage.py demo --if-empty
+	$(BIN)/python manage.py setup_schedules
+	@echo "gridwms on http://$(HOST):$(PORT)/  (admin / admin; users alice, bob, carol, dave, erin / gridwms)"
+	@trap 'kill 0' INT TERM EXIT; \
+	  $(BIN)/python manage.py qcluster & \
+	  $(BIN)/python manage.py runserver --noreload $(HOST):$(PORT)
+
+worker: $(BIN)/.installed
+	$(BIN)/python manage.py qcluster
+
+test: install
+	bash scripts/pytest.sh
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /tmp/gridwms-openapi.yml
+
+bench: $(BIN)/.installed
+	$(BIN)/python bench/load.py --scale small
+
+clean:
+	rm -rf $(VENV) db.sqlite3 staticfiles *.egg-info

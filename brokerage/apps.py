@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class BrokerageConfig(AppConfig):
+    name = "brokerage"
+    verbose_name = "PanDA brokerage"

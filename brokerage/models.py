@@ -1,0 +1,1 @@
+# PanDA queues, storages, nuclei, tasks and brokerage traces arrive with the brokerage issues.

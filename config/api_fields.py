@@ -1,0 +1,44 @@
+"""Strict serializer fields: a wrong JSON type is an error, never silently converted."""
+
+from rest_framework import serializers
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    default_error_messages = {"not_text": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_text")
+        return super().to_internal_value(data)
+
+
+class StrictStringListField(serializers.ListField):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("child", StrictCharField(max_length=128, allow_blank=False))
+        kwargs.setdefault("max_length", 200)
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("default", list)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            self.fail("not_a_list", input_type=type(data).__name__)
+        return super().to_internal_value(data)
+
+
+class RejectUnknownFieldsMixin:
+    """Answer 400 naming every key the serializer does not know, instead of ignoring it."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({k: ["Unknown field."] for k in unknown})
+        return super().to_internal_value(data)

@@ -1,0 +1,19 @@
+"""/api/v1/: one router for the routes every app declares in its api/urls.py."""
+
+from rest_framework.routers import DefaultRouter
+
+from config import api_views
+from matcher.api.urls import routes as matcher_routes
+from shares.api.urls import routes as shares_routes
+
+routes = [
+    *matcher_routes,
+    *shares_routes,
+    ("config", api_views.ParameterViewSet, "parameter"),
+    ("cycles", api_views.CycleRunViewSet, "cyclerun"),
+]
+
+router = DefaultRouter()
+for prefix, viewset, basename in routes:
+    router.register(prefix, viewset, basename=basename)
+urlpatterns = router.urls

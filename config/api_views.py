@@ -1,0 +1,115 @@
+from django.http import Http404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from config import gdpconfig
+from config.api_fields import RejectUnknownFieldsMixin
+from config.models import CycleRun, ParameterValue
+from config.permissions import StaffWriteOrReadOnly
+
+
+class ParameterSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    type = serializers.CharField(source="kind")
+    value = serializers.JSONField()
+    default = serializers.JSONField()
+    unit = serializers.CharField()
+    category = serializers.CharField()
+    help = serializers.CharField()
+    version = serializers.IntegerField(allow_null=True)
+
+
+class ParameterChangeSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    value = serializers.JSONField(help_text="The new value, of the parameter's type.")
+    comment = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+
+class ParameterVersionSerializer(serializers.ModelSerializer):
+    changed_by = serializers.CharField(source="changed_by.username", default=None)
+
+    class Meta:
+        model = ParameterValue
+        fields = ["version", "value", "previous", "changed_by", "changed_at", "comment"]
+
+
+def _describe(p: gdpconfig.Param, versions: dict[str, int]) -> dict:
+    return {
+        "name": p.name,
+        "kind": p.kind,
+        "value": gdpconfig.get(p.name),
+        "default": p.default,
+        "unit": p.unit,
+        "category": p.category,
+        "help": p.help,
+        "version": versions.get(p.name),
+    }
+
+
+def _versions() -> dict[str, int]:
+    return dict(ParameterValue.objects.order_by("name", "version").values_list("name", "version"))
+
+
+class ParameterViewSet(viewsets.ViewSet):
+    """gdpconfig: live parameters, typed and versioned. Staff change them; everyone reads."""
+
+    permission_classes = [StaffWriteOrReadOnly]
+    lookup_field = "name"
+    lookup_value_regex = "[A-Za-z0-9_]+"
+
+    def _param(self, name):
+        try:
+            return gdpconfig.param(name)
+        except gdpconfig.ConfigError:
+            raise Http404(f"no parameter {name}") from None
+
+    @extend_schema(responses=ParameterSerializer(many=True))
+    def list(self, request):
+        versions = _versions()
+        rows = [
+            _describe(p, versions)
+            for p in sorted(gdpconfig.REGISTRY.values(), key=lambda p: p.name)
+        ]
+        return Response(ParameterSerializer(rows, many=True).data)
+
+    @extend_schema(responses=ParameterSerializer)
+    def retrieve(self, request, name=None):
+        return Response(ParameterSerializer(_describe(self._param(name), _versions())).data)
+
+    @extend_schema(
+        request=ParameterChangeSerializer,
+        responses={200: ParameterSerializer, 400: OpenApiResponse(description="invalid value")},
+    )
+    def partial_update(self, request, name=None):
+        p = self._param(name)
+        body = ParameterChangeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            gdpconfig.set_value(
+                p.name, body.validated_data["value"], request.user, body.validated_data["comment"]
+            )
+        except gdpconfig.ConfigError as exc:
+            raise serializers.ValidationError({"value": [exc.message]}) from None
+        return Response(ParameterSerializer(_describe(p, _versions())).data)
+
+    @extend_schema(responses=ParameterVersionSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def history(self, request, name=None):
+        p = self._param(name)
+        rows = ParameterValue.objects.filter(name=p.name).select_related("changed_by")
+        return Response(ParameterVersionSerializer(rows, many=True).data)
+
+
+class CycleRunSerializer(serializers.ModelSerializer):
+    duration_s = serializers.FloatField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = CycleRun
+        fields = ["id", "kind", "started", "finished", "duration_s", "status", "counts", "error"]
+
+
+class CycleRunViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = CycleRun.objects.all()
+    serializer_class = CycleRunSerializer
+    filterset_fields = ["kind", "status"]

@@ -1,0 +1,109 @@
+"""Running background cycles: one at a time per kind, each recorded as a CycleRun.
+
+The lock is the row itself: a partial unique constraint allows one `running` CycleRun per kind,
+so claiming a cycle is inserting that row. On PostgreSQL a session advisory lock is taken too;
+it dies with the process, so a run left `running` by a crashed worker is recognised at once
+(we hold the advisory lock, hence nobody else is running) and marked abandoned. On SQLite a
+`running` row older than CycleStaleSeconds is taken to be dead.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+import zlib
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+
+from config import clock, gdpconfig
+from config.models import CycleRun
+
+log = logging.getLogger(__name__)
+
+CYCLES: dict[str, Callable[[], dict[str, Any]]] = {}
+
+
+def cycle(kind: str):
+    """Register a service function as the body of the cycle `kind`."""
+
+    def wrap(fn: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+        CYCLES[kind] = fn
+        return fn
+
+    return wrap
+
+
+def _advisory_key(kind: str) -> int:
+    return zlib.crc32(f"gridwms-cycle:{kind}".encode()) & 0x7FFFFFFF
+
+
+def _try_advisory_lock(kind: str) -> bool:
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s)", [_advisory_key(kind)])
+        return bool(cur.fetchone()[0])
+
+
+def _advisory_unlock(kind: str) -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_unlock(%s)", [_advisory_key(kind)])
+
+
+def _claim(kind: str, holds_advisory_lock: bool) -> CycleRun | None:
+    now = clock.now()
+    stale = CycleRun.objects.filter(kind=kind, status=CycleRun.Status.RUNNING)
+    if not (holds_advisory_lock and connection.vendor == "postgresql"):
+        stale = stale.filter(
+            started__lt=now - timedelta(seconds=gdpconfig.get("CycleStaleSeconds"))
+        )
+    stale.update(
+        status=CycleRun.Status.ABANDONED, finished=now, error="the process running it died"
+    )
+    try:
+        with transaction.atomic():
+            return CycleRun.objects.create(kind=kind, started=now)
+    except IntegrityError:
+        return None
+
+
+def run_cycle(kind: str) -> CycleRun:
+    """Run the registered cycle `kind` once, unless another run of it is under way."""
+    body = CYCLES[kind]
+    if not _try_advisory_lock(kind):
+        return CycleRun.objects.create(
+            kind=kind,
+            started=clock.now(),
+            finished=clock.now(),
+            status=CycleRun.Status.SKIPPED,
+            error="another run of this cycle is under way",
+        )
+    try:
+        run = _claim(kind, holds_advisory_lock=True)
+        if run is None:
+            return CycleRun.objects.create(
+                kind=kind,
+                started=clock.now(),
+                finished=clock.now(),
+                status=CycleRun.Status.SKIPPED,
+                error="another run of this cycle is under way",
+            )
+        try:
+            counts = body() or {}
+        except Exception as exc:
+            log.exception("cycle %s failed", kind)
+            run.status = CycleRun.Status.FAILED
+            run.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+            run.counts = {}
+        else:
+            run.status = CycleRun.Status.SUCCESS
+            run.counts = counts
+        run.finished = clock.now()
+        run.save(update_fields=["status", "error", "counts", "finished"])
+        return run
+    finally:
+        _advisory_unlock(kind)

@@ -1,0 +1,25 @@
+from django import forms
+
+from config import gdpconfig
+
+
+class ParameterForm(forms.Form):
+    """Edit one gdpconfig parameter; the registry validates, and its message names the field."""
+
+    value = forms.CharField(max_length=2000, required=False)
+    comment = forms.CharField(max_length=500, required=False)
+
+    def __init__(self, *args, param: gdpconfig.Param, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.param = param
+        if param.kind == gdpconfig.CHOICE:
+            self.fields["value"] = forms.ChoiceField(choices=[(c, c) for c in param.choices])
+        elif param.kind == gdpconfig.BOOL:
+            self.fields["value"] = forms.ChoiceField(choices=[("true", "true"), ("false", "false")])
+
+    def clean_value(self):
+        raw = self.cleaned_data["value"]
+        try:
+            return self.param.coerce(raw)
+        except gdpconfig.ConfigError as exc:
+            raise forms.ValidationError(exc.message) from None

@@ -1,0 +1,271 @@
+"""gdpconfig: the typed registry of live parameters and their versioned values.
+
+A parameter is declared once, in code, with its type, default, unit, help and validation
+(`register`). Its value is stored as versions (`ParameterValue`: who, when, comment); the active
+value is the newest version, or the default when there is none. Reads are cheap from any process:
+each process keeps the active values in memory and re-reads them only when the table's newest
+row id has changed, checked at most every REFRESH_SECONDS.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, transaction
+
+INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST = (
+    "int",
+    "float",
+    "bool",
+    "str",
+    "choice",
+    "int_list",
+    "str_list",
+)
+KINDS = (INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST)
+
+
+class ConfigError(ValueError):
+    """A value that does not fit its parameter; `field` names the parameter."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str
+    default: Any
+    help: str
+    unit: str = ""
+    category: str = "general"
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    check: Callable[[Any], str | None] | None = field(default=None, compare=False)
+
+    def coerce(self, raw: Any) -> Any:
+        """Turn a JSON value, or the text of a form field, into a valid value of this parameter."""
+        value = _coerce_kind(self, raw)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, (int, float)) and not isinstance(item, bool):
+                if self.minimum is not None and item < self.minimum:
+                    raise ConfigError(self.name, f"must be at least {self.minimum:g}, got {item}")
+                if self.maximum is not None and item > self.maximum:
+                    raise ConfigError(self.name, f"must be at most {self.maximum:g}, got {item}")
+        if self.kind == CHOICE and value not in self.choices:
+            raise ConfigError(self.name, f"must be one of {', '.join(self.choices)}; got {value!r}")
+        if self.check is not None:
+            problem = self.check(value)
+            if problem:
+                raise ConfigError(self.name, problem)
+        return value
+
+    def to_text(self, value: Any) -> str:
+        if self.kind in (INT_LIST, STR_LIST):
+            return ", ".join(str(v) for v in value)
+        if self.kind == BOOL:
+            return "true" if value else "false"
+        return str(value)
+
+
+def _coerce_kind(p: Param, raw: Any) -> Any:
+    kind = p.kind
+    if kind == BOOL:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in {"true", "1", "yes", "on"}:
+            return True
+        if isinstance(raw, str) and raw.strip().lower() in {"false", "0", "no", "off"}:
+            return False
+        raise ConfigError(p.name, f"expected true or false, got {raw!r}")
+    if kind == INT:
+        return _to_int(p.name, raw)
+    if kind == FLOAT:
+        return _to_float(p.name, raw)
+    if kind in (STR, CHOICE):
+        if not isinstance(raw, str):
+            raise ConfigError(p.name, f"expected text, got {type(raw).__name__}")
+        return raw.strip()
+    if kind in (INT_LIST, STR_LIST):
+        items = raw
+        if isinstance(raw, str):
+            text = raw.strip()
+            if text.startswith("["):
+                try:
+                    items = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(p.name, f"not a valid list: {exc.msg}") from None
+            else:
+                items = [part.strip() for part in text.split(",") if part.strip()]
+        if not isinstance(items, list):
+            raise ConfigError(p.name, f"expected a list, got {type(raw).__name__}")
+        if kind == INT_LIST:
+            return [_to_int(p.name, item) for item in items]
+        if not all(isinstance(item, str) for item in items):
+            raise ConfigError(p.name, "expected a list of text values")
+        return [item.strip() for item in items]
+    raise ConfigError(p.name, f"unknown parameter type {kind!r}")
+
+
+def _to_int(name: str, raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise ConfigError(name, f"expected an integer, got {raw!r}")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    if isinstance(raw, str):
+        try:
+            return int(raw.strip())
+        except ValueError:
+            pass
+    raise ConfigError(name, f"expected an integer, got {raw!r}")
+
+
+def _to_float(name: str, raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise ConfigError(name, f"expected a number, got {raw!r}")
+    try:
+        value = float(raw.strip() if isinstance(raw, str) else raw)
+    except (TypeError, ValueError):
+        raise ConfigError(name, f"expected a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise ConfigError(name, "must be a finite number")
+    return value
+
+
+REGISTRY: dict[str, Param] = {}
+
+
+def register(param: Param) -> Param:
+    if param.kind not in KINDS:
+        raise ValueError(f"{param.name}: unknown kind {param.kind}")
+    param.coerce(param.default)  # a default that fails its own validation is a programming error
+    REGISTRY[param.name] = param
+    return param
+
+
+def param(name: str) -> Param:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ConfigError(name, "no such parameter") from None
+
+
+# --- the per-process cache of active values ----------------------------------------------------
+
+REFRESH_SECONDS = 0.0 if getattr(settings, "TESTING", False) else 2.0
+_lock = threading.Lock()
+_cache: dict[str, Any] = {}
+_cache_marker: tuple[int, int] | None = None
+_checked_at = 0.0
+
+
+def _marker() -> tuple[int, int]:
+    from django.db.models import Count, Max
+
+    from config.models import ParameterValue
+
+    agg = ParameterValue.objects.aggregate(n=Count("id"), top=Max("id"))
+    return (agg["n"] or 0, agg["top"] or 0)
+
+
+def _load() -> dict[str, Any]:
+    from config.models import ParameterValue
+
+    values: dict[str, Any] = {}
+    # Newest version per name wins; the table is small (one row per edit).
+    for name, value in ParameterValue.objects.order_by("name", "version").values_list(
+        "name", "value"
+    ):
+        values[name] = value
+    return values
+
+
+def invalidate() -> None:
+    global _cache_marker, _checked_at
+    with _lock:
+        _cache_marker = None
+        _checked_at = 0.0
+
+
+def _active_values() -> dict[str, Any]:
+    global _cache, _cache_marker, _checked_at
+    now = time.monotonic()
+    with _lock:
+        if _cache_marker is not None and now - _checked_at < REFRESH_SECONDS:
+            return _cache
+        try:
+            marker = _marker()
+            if marker != _cache_marker:
+                _cache = _load()
+                _cache_marker = marker
+        except DatabaseError:
+            # Before migrations (or with the database down) every parameter reads its default.
+            if transaction.get_connection().in_atomic_block:
+                raise
+            return {}
+        _checked_at = now
+        return _cache
+
+
+def get(name: str) -> Any:
+    p = param(name)
+    stored = _active_values().get(name, p.default)
+    try:
+        return p.coerce(stored)
+    except ConfigError:
+        return p.default  # a value stored under an older, looser definition
+
+
+def set_value(name: str, raw: Any, user=None, comment: str = "") -> Any:
+    """Validate and store a new version; returns the stored value. Raises ConfigError."""
+    from config.models import ParameterValue
+
+    p = param(name)
+    value = p.coerce(raw)
+    with transaction.atomic():
+        last = (
+            ParameterValue.objects.select_for_update()
+            .filter(name=name)
+            .order_by("-version")
+            .first()
+        )
+        ParameterValue.objects.create(
+            name=name,
+            value=value,
+            version=(last.version + 1) if last else 1,
+            changed_by=user if getattr(user, "pk", None) else None,
+            comment=comment[:500],
+            previous=last.value if last else p.default,
+        )
+    invalidate()
+    return value
+
+
+def rollback(name: str, version: int, user=None) -> Any:
+    """Make an earlier version active again, as a new version (history is never rewritten)."""
+    from config.models import ParameterValue
+
+    p = param(name)
+    try:
+        old = ParameterValue.objects.get(name=name, version=version)
+    except ParameterValue.DoesNotExist:
+        raise ConfigError(name, f"has no version {version}") from None
+    return set_value(p.name, old.value, user=user, comment=f"rollback to version {version}")
+
+
+def reset_to_default(name: str, user=None) -> Any:
+    p = param(name)
+    return set_value(name, p.default, user=user, comment="reset to default")

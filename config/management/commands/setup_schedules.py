@@ -1,0 +1,30 @@
+from django.core.management.base import BaseCommand
+from django_q.models import Schedule
+
+from config import clock
+from config.cycles import CYCLES
+from config.schedules import SCHEDULES
+
+
+class Command(BaseCommand):
+    help = "Create or update the django-q2 schedules of every cycle (idempotent)."
+
+    def handle(self, **options):
+        for kind, minutes in SCHEDULES.items():
+            if kind not in CYCLES:
+                self.stderr.write(f"skipping {kind}: no such cycle")
+                continue
+            _, created = Schedule.objects.update_or_create(
+                name=f"cycle:{kind}",
+                defaults={
+                    "func": "config.tasks.run",
+                    "args": repr(kind),
+                    "schedule_type": Schedule.MINUTES,
+                    "minutes": minutes,
+                    "repeats": -1,
+                    "next_run": clock.now(),
+                },
+            )
+            self.stdout.write(
+                f"{'created' if created else 'updated'} cycle:{kind} every {minutes} min"
+            )

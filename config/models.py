@@ -1,0 +1,66 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class ParameterValue(models.Model):
+    """One version of a gdpconfig parameter. The newest version of a name is the active value."""
+
+    name = models.CharField(max_length=100, db_index=True)
+    version = models.PositiveIntegerField()
+    value = models.JSONField()
+    previous = models.JSONField(null=True, blank=True)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+    comment = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="parameter_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class CycleRun(models.Model):
+    """One run of a background cycle: what the dashboard and the tests read."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        SUCCESS = "success"
+        FAILED = "failed"
+        SKIPPED = "skipped"
+        ABANDONED = "abandoned"
+
+    kind = models.CharField(max_length=64)
+    started = models.DateTimeField()
+    finished = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    counts = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started", "-id"]
+        indexes = [models.Index(fields=["kind", "-started"], name="cyclerun_kind_started")]
+        constraints = [
+            # At most one run of a kind at a time: claiming a run is inserting this row.
+            models.UniqueConstraint(
+                fields=["kind"], condition=Q(status="running"), name="one_running_cycle_per_kind"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.started:%Y-%m-%d %H:%M:%S} {self.status}"
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.finished is None:
+            return None
+        return (self.finished - self.started).total_seconds()
+
+
+CYCLE_STATUS_CHOICES = CycleRun.Status.choices  # named for the OpenAPI enum

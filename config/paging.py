@@ -1,0 +1,63 @@
+"""Paging for HTML lists without COUNT(*) over millions of rows.
+
+A page fetches one row more than it shows to know whether there is a next page; the total is
+counted only up to COUNT_CAP ("more than 10,000").
+"""
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+COUNT_CAP = 10_000
+
+
+@dataclass
+class Page:
+    rows: list
+    number: int
+    per_page: int
+    has_next: bool
+    total: int
+    total_capped: bool
+    querystring_prev: str
+    querystring_next: str
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def start_index(self) -> int:
+        return (self.number - 1) * self.per_page + 1 if self.rows else 0
+
+    @property
+    def end_index(self) -> int:
+        return (self.number - 1) * self.per_page + len(self.rows)
+
+
+def paginate(request, queryset, per_page: int = 50) -> Page:
+    try:
+        number = max(1, int(request.GET.get("page", 1)))
+    except ValueError:
+        number = 1
+    offset = (number - 1) * per_page
+    rows = list(queryset[offset : offset + per_page + 1])
+    has_next = len(rows) > per_page
+    rows = rows[:per_page]
+    total = queryset.order_by()[: COUNT_CAP + 1].count()
+    params = request.GET.copy()
+    params.pop("page", None)
+    base = params.urlencode()
+
+    def qs(n: int) -> str:
+        return "?" + "&".join(p for p in (base, urlencode({"page": n})) if p)
+
+    return Page(
+        rows=rows,
+        number=number,
+        per_page=per_page,
+        has_next=has_next,
+        total=min(total, COUNT_CAP),
+        total_capped=total > COUNT_CAP,
+        querystring_prev=qs(number - 1),
+        querystring_next=qs(number + 1),
+    )

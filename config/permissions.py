@@ -1,0 +1,11 @@
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+
+
+class StaffWriteOrReadOnly(BasePermission):
+    """Authenticated users read; staff write."""
+
+    def has_permission(self, request, view):
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False
+        return request.method in SAFE_METHODS or user.is_staff

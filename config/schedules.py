@@ -1,0 +1,5 @@
+"""The schedules of the background cycles, in minutes. Apps add theirs here as they come."""
+
+SCHEDULES = {
+    "taskqueue_cleanup": 5,
+}

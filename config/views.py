@@ -1,0 +1,87 @@
+from collections import defaultdict
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from config import gdpconfig
+from config.forms import ParameterForm
+from config.models import CycleRun, ParameterValue
+from config.paging import paginate
+
+
+def _param_or_404(name):
+    try:
+        return gdpconfig.param(name)
+    except gdpconfig.ConfigError:
+        raise Http404(f"no parameter {name}") from None
+
+
+def _rows(forms_by_name: dict | None = None):
+    versions = defaultdict(list)
+    for pv in ParameterValue.objects.select_related("changed_by"):
+        versions[pv.name].append(pv)
+    by_category = defaultdict(list)
+    for p in sorted(gdpconfig.REGISTRY.values(), key=lambda p: (p.category, p.name)):
+        value = gdpconfig.get(p.name)
+        form = (forms_by_name or {}).get(p.name) or ParameterForm(
+            param=p, initial={"value": p.to_text(value)}, prefix=p.name
+        )
+        by_category[p.category].append(
+            {
+                "param": p,
+                "value_text": p.to_text(value),
+                "default_text": p.to_text(p.default),
+                "versions": versions.get(p.name, [])[:10],
+                "form": form,
+            }
+        )
+    return dict(by_category)
+
+
+@staff_member_required
+def parameters(request):
+    forms_by_name = {}
+    if request.method == "POST":
+        name = request.POST.get("name", "")
+        p = _param_or_404(name)
+        form = ParameterForm(request.POST, param=p, prefix=p.name)
+        if form.is_valid():
+            gdpconfig.set_value(
+                p.name, form.cleaned_data["value"], request.user, form.cleaned_data["comment"]
+            )
+            messages.success(request, f"{p.name} is now {p.to_text(gdpconfig.get(p.name))}.")
+            return redirect(f"{request.path}#param-{p.name}")
+        forms_by_name[p.name] = form
+    return render(request, "config/parameters.html", {"categories": _rows(forms_by_name)})
+
+
+@staff_member_required
+@require_POST
+def parameter_rollback(request, name, version):
+    p = _param_or_404(name)
+    try:
+        gdpconfig.rollback(p.name, version, request.user)
+    except gdpconfig.ConfigError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{p.name} rolled back to version {version}.")
+    return redirect(f"/config/#param-{p.name}")
+
+
+def cycle_runs(request):
+    runs = CycleRun.objects.all()
+    kind = request.GET.get("kind")
+    if kind:
+        runs = runs.filter(kind=kind)
+    return render(
+        request,
+        "config/cycle_runs.html",
+        {
+            "page": paginate(request, runs),
+            "kinds": CycleRun.objects.order_by("kind").values_list("kind", flat=True).distinct(),
+            "kind": kind,
+        },
+    )

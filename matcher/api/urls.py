@@ -1,0 +1,8 @@
+from matcher.api import views
+
+routes = [
+    ("jobs", views.JobViewSet, "job"),
+    ("taskqueues", views.TaskQueueViewSet, "taskqueue"),
+    ("sites", views.SiteViewSet, "site"),
+    ("computing-elements", views.ComputingElementViewSet, "computingelement"),
+]

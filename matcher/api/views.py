@@ -1,0 +1,94 @@
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from config.permissions import StaffWriteOrReadOnly
+from matcher import selectors, services
+from matcher.api import serializers as s
+from matcher.filters import JobFilterSet, TaskQueueFilterSet
+from matcher.models import ComputingElement, Job, Site, TaskQueue
+
+
+class JobViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Jobs: submit (one or a list, all or nothing), list, read, kill, reschedule."""
+
+    filterset_class = JobFilterSet
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Job.objects.none()
+        qs = Job.objects.visible_to(self.request.user).select_related("owner", "owner_group")
+        if self.action == "retrieve":
+            qs = qs.prefetch_related("history")
+        return qs
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return s.JobSubmitSerializer
+        if self.action == "retrieve":
+            return s.JobDetailSerializer
+        return s.JobSerializer
+
+    @extend_schema(
+        request=s.JobSubmitSerializer,
+        responses={201: s.JobCreatedSerializer, 400: OpenApiResponse(description="bad job")},
+        description="Submit one job (an object) or several (a list, stored all or nothing).",
+    )
+    def create(self, request, *args, **kwargs):
+        many = isinstance(request.data, list)
+        context = {"submission": s.SubmissionContext(request.user), "request": request}
+        serializer = s.JobSubmitSerializer(data=request.data, many=many, context=context)
+        serializer.is_valid(raise_exception=True)
+        specs = serializer.validated_data if many else [serializer.validated_data]
+        jobs = services.submit_jobs(request.user, specs)
+        out = s.JobCreatedSerializer(jobs, many=True).data
+        return Response(out if many else out[0], status=status.HTTP_201_CREATED)
+
+    def _act(self, request, pk, fn):
+        job = get_object_or_404(self.get_queryset(), pk=pk)
+        if not services.can_act_on(request.user, job):
+            raise PermissionDenied("Only the owner, the owner's JobSharing group or staff may.")
+        try:
+            fn(job.pk, request.user)
+        except services.JobActionError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        job = self.get_queryset().prefetch_related("history").get(pk=job.pk)
+        return Response(s.JobDetailSerializer(job).data)
+
+    @extend_schema(request=None, responses={200: s.JobDetailSerializer, 409: OpenApiResponse()})
+    @action(detail=True, methods=["post"])
+    def kill(self, request, pk=None):
+        return self._act(request, pk, services.kill_job)
+
+    @extend_schema(request=None, responses={200: s.JobDetailSerializer, 409: OpenApiResponse()})
+    @action(detail=True, methods=["post"])
+    def reschedule(self, request, pk=None):
+        return self._act(request, pk, services.reschedule_job)
+
+
+class TaskQueueViewSet(viewsets.ReadOnlyModelViewSet):
+    filterset_class = TaskQueueFilterSet
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return TaskQueue.objects.none()
+        return selectors.taskqueues_with_counts(selectors.visible_taskqueues(self.request.user))
+
+    def get_serializer_class(self):
+        return s.TaskQueueDetailSerializer if self.action == "retrieve" else s.TaskQueueSerializer
+
+
+class SiteViewSet(viewsets.ModelViewSet):
+    queryset = Site.objects.all()
+    serializer_class = s.SiteSerializer
+    permission_classes = [StaffWriteOrReadOnly]
+
+
+class ComputingElementViewSet(viewsets.ModelViewSet):
+    queryset = ComputingElement.objects.select_related("site")
+    serializer_class = s.ComputingElementSerializer
+    permission_classes = [StaffWriteOrReadOnly]
+    filterset_fields = ["site__name", "status"]

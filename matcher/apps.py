@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class MatcherConfig(AppConfig):
+    name = "matcher"
+    verbose_name = "Jobs, TaskQueues and matching"
+
+    def ready(self) -> None:
+        from matcher import services  # noqa: F401  (registers the matcher's cycles)

@@ -1,0 +1,58 @@
+"""Plotly figure builders: plain data in, figures out (rendered with include_plotlyjs=False)."""
+
+import plotly.graph_objects as go
+
+STATUS_COLOURS = {
+    "activated": "#3b82f6",
+    "sent": "#06b6d4",
+    "starting": "#0ea5e9",
+    "running": "#22c55e",
+    "finished": "#15803d",
+    "failed": "#dc2626",
+    "cancelled": "#6b7280",
+}
+
+
+def _layout(fig: go.Figure, title: str) -> go.Figure:
+    fig.update_layout(
+        title=title,
+        height=320,
+        margin={"l": 50, "r": 20, "t": 50, "b": 40},
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return fig
+
+
+def jobs_by_status_figure(counts: dict[str, int]) -> go.Figure:
+    statuses = list(counts)
+    fig = go.Figure(
+        go.Bar(
+            x=statuses,
+            y=[counts[s] for s in statuses],
+            marker_color=[STATUS_COLOURS.get(s, "#a855f7") for s in statuses],
+        )
+    )
+    fig.update_yaxes(title="jobs")
+    return _layout(fig, "Jobs by status")
+
+
+def jobs_by_priority_figure(rows: list[dict]) -> go.Figure:
+    fig = go.Figure(
+        go.Bar(
+            x=[r["user_priority"] for r in rows],
+            y=[r["jobs"] for r in rows],
+            marker_color="#3b82f6",
+        )
+    )
+    fig.update_xaxes(title="UserPriority", dtick=1)
+    fig.update_yaxes(title="waiting jobs")
+    return _layout(fig, "Waiting jobs by UserPriority")
+
+
+def to_html(fig: go.Figure) -> str:
+    return fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        config={"displaylogo": False, "responsive": True},
+    )

@@ -1,0 +1,115 @@
+"""The demo world: a handful of sites and CEs, the seed's groups, some users, waiting jobs."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+
+from matcher.models import ComputingElement, Job, Site
+from shares.models import GridGroup, User
+
+DN_PREFIX = "/DC=ch/DC=cern/OU=Organic Units/OU=Users/CN="
+ADMIN_PASSWORD = "admin"
+USER_PASSWORD = "gridwms"
+
+SITES = {
+    "LCG.CERN.ch": [
+        (
+            "ce503.cern.ch",
+            "HTCondorCE",
+            172800,
+            ["x86_64-el9", "x86_64-centos7"],
+            ["MultiProcessor", "8Processors", "4Processors", "16GB"],
+        ),
+        ("ce504.cern.ch", "HTCondorCE", 86400, ["x86_64-el9"], []),
+    ],
+    "LCG.PIC.es": [
+        ("ce07.pic.es", "HTCondorCE", 259200, ["x86_64-el9"], ["MultiProcessor", "4Processors"])
+    ],
+    "LCG.RAL.uk": [
+        ("arc-ce01.gridpp.rl.ac.uk", "ARC", 345600, ["x86_64-el9", "x86_64-centos7"], ["16GB"])
+    ],
+    "LCG.IN2P3.fr": [("cccondorce01.in2p3.fr", "HTCondorCE", 172800, ["x86_64-centos7"], [])],
+    "LCG.CNAF.it": [("ce01-htc.cr.cnaf.infn.it", "HTCondorCE", 86400, ["x86_64-el9"], ["GPU"])],
+    "LCG.GRIDKA.de": [
+        (
+            "arc-1-kit.gridka.de",
+            "ARC",
+            300000,
+            ["x86_64-el9", "aarch64-el9"],
+            ["MultiProcessor", "4Processors", "8Processors"],
+        )
+    ],
+}
+
+# The seed's three groups (dirac-job-priorities.txt), plus the generic-pilot credential's group.
+GROUPS = [
+    ("lhcb_user", 10000, False, False, "LHCb users' analysis"),
+    ("lhcb_mc", 300, True, False, "Monte Carlo production"),
+    ("lhcb_data", 40000, True, False, "Data processing"),
+    ("lhcb_pilot", 0, False, True, "Generic pilots"),
+]
+
+USERS = [
+    ("alice", ["lhcb_user"]),
+    ("bob", ["lhcb_user"]),
+    ("carol", ["lhcb_user", "lhcb_mc"]),
+    ("dave", ["lhcb_data"]),
+    ("erin", ["lhcb_mc"]),
+    ("pilot", ["lhcb_pilot"]),
+]
+
+
+def _user(username: str, groups: dict[str, GridGroup], names: list[str], **extra) -> User:
+    user, created = User.objects.get_or_create(
+        username=username, defaults={"dn": f"{DN_PREFIX}{username}", **extra}
+    )
+    if created:
+        user.set_password(extra.pop("password", USER_PASSWORD))
+        user.save()
+    user.grid_groups.add(*[groups[n] for n in names])
+    Token.objects.get_or_create(user=user)
+    return user
+
+
+@transaction.atomic
+def create_world() -> dict:
+    """Sites, CEs, groups, users and the admin; safe to run again (nothing is duplicated)."""
+    for site_name, ces in SITES.items():
+        site, _ = Site.objects.get_or_create(name=site_name)
+        for name, ce_type, cpu, platforms, tags in ces:
+            ComputingElement.objects.get_or_create(
+                name=name,
+                defaults={
+                    "site": site,
+                    "ce_type": ce_type,
+                    "cpu_time_limit": cpu,
+                    "platforms": platforms,
+                    "tags": tags,
+                },
+            )
+    groups = {}
+    for name, share, sharing, generic, description in GROUPS:
+        groups[name], _ = GridGroup.objects.get_or_create(
+            name=name,
+            defaults={
+                "job_share": share,
+                "job_sharing": sharing,
+                "generic_pilot": generic,
+                "description": description,
+            },
+        )
+    users = [_user(name, groups, gnames) for name, gnames in USERS]
+    admin = _user(
+        "admin",
+        groups,
+        ["lhcb_user"],
+        is_staff=True,
+        is_superuser=True,
+        password=ADMIN_PASSWORD,
+    )
+    return {"sites": len(SITES), "groups": len(groups), "users": len(users) + 1, "admin": admin}
+
+
+def world_is_empty() -> bool:
+    return not Site.objects.exists() and not Job.objects.exists()

@@ -1,0 +1,52 @@
+"""FilterSets shared by the HTML lists and the API."""
+
+import json
+
+import django_filters
+from django.db.models import Q
+
+from matcher.models import Job, JobStatus, TaskQueue
+
+
+def _listed(field: str, value: str) -> Q:
+    # Lists are stored as canonical JSON; a quoted element matches exactly one entry and works
+    # on SQLite and PostgreSQL alike.
+    return Q(**{f"{field}__icontains": json.dumps(value)})
+
+
+class JobFilterSet(django_filters.FilterSet):
+    status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices)
+    owner = django_filters.CharFilter(field_name="owner__username", label="Owner (user name)")
+    group = django_filters.CharFilter(field_name="owner_group__name", label="Group")
+    site = django_filters.CharFilter(
+        method="filter_site", label="Site", help_text="matched there, or asking for it"
+    )
+    task_queue = django_filters.NumberFilter(field_name="task_queue_id", label="TaskQueue")
+
+    class Meta:
+        model = Job
+        fields = ["status", "owner", "group", "site", "task_queue"]
+
+    def filter_site(self, queryset, name, value):
+        return queryset.filter(Q(site=value) | _listed("sites", value))
+
+
+class TaskQueueFilterSet(django_filters.FilterSet):
+    owner = django_filters.CharFilter(field_name="owner__username", label="Owner (user name)")
+    group = django_filters.CharFilter(field_name="owner_group__name", label="Group")
+    cpu_time = django_filters.NumberFilter(field_name="cpu_time", label="CPU segment")
+    site = django_filters.CharFilter(
+        method="filter_site",
+        label="Site",
+        help_text="TaskQueues that a pilot at this site may take",
+    )
+
+    class Meta:
+        model = TaskQueue
+        fields = ["owner", "group", "cpu_time", "site"]
+
+    def filter_site(self, queryset, name, value):
+        # No Sites restriction means any site; a banned site is excluded.
+        return queryset.filter(Q(sites=[]) | _listed("sites", value)).exclude(
+            _listed("banned_sites", value)
+        )

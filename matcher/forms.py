@@ -1,0 +1,55 @@
+from django import forms
+
+from matcher.models import ComputingElement, Site
+
+LIST_HELP = "Comma-separated; empty means no restriction."
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class JobSubmitForm(forms.Form):
+    """The web form's fields; validation itself is the API's (JobSubmitSerializer)."""
+
+    name = forms.CharField(max_length=128, required=False)
+    owner_group = forms.ChoiceField(label="Group")
+    setup = forms.CharField(max_length=64, required=False, help_text="Default: DefaultSetup.")
+    cpu_time = forms.IntegerField(label="CPU time (s)", min_value=1)
+    user_priority = forms.IntegerField(label="UserPriority", min_value=0, max_value=10, initial=1)
+    sites = forms.MultipleChoiceField(required=False, help_text="None selected: any site.")
+    banned_sites = forms.MultipleChoiceField(required=False)
+    grid_ces = forms.MultipleChoiceField(label="Grid CEs", required=False)
+    platforms = forms.CharField(required=False, help_text=LIST_HELP)
+    tags = forms.CharField(required=False, help_text=LIST_HELP)
+    submit_pools = forms.CharField(required=False, help_text=LIST_HELP)
+    pilot_types = forms.CharField(required=False, help_text=LIST_HELP)
+    grid_middlewares = forms.CharField(required=False, help_text=LIST_HELP)
+
+    TEXT_LISTS = ("platforms", "tags", "submit_pools", "pilot_types", "grid_middlewares")
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["owner_group"].choices = [(g.name, g.name) for g in user.grid_groups.all()]
+        site_choices = [(n, n) for n in Site.objects.values_list("name", flat=True)]
+        self.fields["sites"].choices = site_choices
+        self.fields["banned_sites"].choices = site_choices
+        self.fields["grid_ces"].choices = [
+            (n, n) for n in ComputingElement.objects.values_list("name", flat=True)
+        ]
+
+    def payload(self) -> dict:
+        data = dict(self.cleaned_data)
+        for key in self.TEXT_LISTS:
+            data[key] = _split(data.get(key) or "")
+        if not data.get("setup"):
+            data.pop("setup", None)
+        return data
+
+
+class JDLForm(forms.Form):
+    jdl = forms.CharField(
+        label="JDL",
+        widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
+        help_text='DIRAC JDL in ClassAd syntax, e.g. CPUTime = 3600; Site = {"LCG.CERN.ch"};',
+    )

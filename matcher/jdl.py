@@ -1,0 +1,90 @@
+"""DIRAC-style JDL (ClassAd syntax) to a job submission, with HTCondor's ClassAd library.
+
+Only the attributes that define where and how the job may run are read; the rest (Executable,
+Arguments, sandboxes...) stays in the stored JDL text.
+"""
+
+from __future__ import annotations
+
+import classad2
+
+# JDL attribute (lower case) -> submission key. DIRAC accepts singular and plural forms.
+ATTRIBUTES = {
+    "jobname": "name",
+    "ownergroup": "owner_group",
+    "setup": "setup",
+    "cputime": "cpu_time",
+    "maxcputime": "cpu_time",
+    "site": "sites",
+    "sites": "sites",
+    "bannedsite": "banned_sites",
+    "bannedsites": "banned_sites",
+    "gridce": "grid_ces",
+    "gridces": "grid_ces",
+    "gridrequiredces": "grid_ces",
+    "platform": "platforms",
+    "platforms": "platforms",
+    "submitpool": "submit_pools",
+    "submitpools": "submit_pools",
+    "pilottype": "pilot_types",
+    "pilottypes": "pilot_types",
+    "gridmiddleware": "grid_middlewares",
+    "gridmiddlewares": "grid_middlewares",
+    "tag": "tags",
+    "tags": "tags",
+    "priority": "user_priority",
+    "userpriority": "user_priority",
+}
+LIST_KEYS = {
+    "sites",
+    "banned_sites",
+    "grid_ces",
+    "platforms",
+    "submit_pools",
+    "pilot_types",
+    "grid_middlewares",
+    "tags",
+}
+
+
+class JDLError(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def parse_jdl(text: str) -> tuple[dict, dict[str, str]]:
+    """Parse a JDL into (submission payload, {payload key: JDL attribute name}).
+
+    Raises JDLError naming the JDL attribute (or "JDL" when the text does not parse).
+    """
+    body = text.strip()
+    if not body:
+        raise JDLError("JDL", "is empty")
+    if not body.startswith("["):
+        body = f"[{body}]"  # DIRAC accepts the attribute list without its brackets
+    try:
+        ad = classad2.ClassAd(body)
+    except Exception as exc:  # the library raises ClassAdException or ValueError
+        raise JDLError("JDL", f"not valid ClassAd syntax ({exc})") from None
+
+    payload: dict = {}
+    names: dict[str, str] = {}
+    for attr in ad.keys():
+        key = ATTRIBUTES.get(attr.lower())
+        if key is None:
+            continue
+        if key in payload:
+            raise JDLError(attr, f"repeats {names[key]}")
+        try:
+            value = ad.eval(attr)
+        except Exception as exc:
+            raise JDLError(attr, f"cannot be evaluated ({exc})") from None
+        if isinstance(value, classad2.Value):
+            raise JDLError(attr, f"evaluates to {value.name.lower()}")
+        if key in LIST_KEYS and isinstance(value, str):
+            value = [value]  # Site = "LCG.CERN.ch" is a list of one
+        payload[key] = value
+        names[key] = attr
+    return payload, names

@@ -1,0 +1,35 @@
+from django.core.management.base import BaseCommand
+
+from config.progress import ProgressBar
+from matcher import bulk, demo
+from matcher.models import Job
+
+
+class Command(BaseCommand):
+    help = "Create the demo world (sites, CEs, groups, users, admin) and waiting jobs."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--jobs", type=int, default=3000, help="jobs to add (default 3000)")
+        parser.add_argument(
+            "--if-empty", action="store_true", help="do nothing when the database has a world"
+        )
+
+    def handle(self, jobs, if_empty, **options):
+        if if_empty and not demo.world_is_empty():
+            self.stdout.write("The database already holds a world; the demo is not loaded again.")
+            return
+        world = demo.create_world()
+        if jobs > 0 and not Job.objects.exists():
+            result = bulk.load_jobs(
+                jobs, seed=2026, batch_size=1000, progress=ProgressBar("demo jobs", self.stderr)
+            )
+            self.stdout.write(f"{result.jobs} jobs waiting in {result.taskqueues} TaskQueues.")
+        self.stdout.write(
+            f"Demo world: {world['sites']} sites, {world['groups']} groups, {world['users']} users."
+        )
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Log in as admin / {demo.ADMIN_PASSWORD} (staff), or alice, bob, carol, dave, "
+                f"erin / {demo.USER_PASSWORD}."
+            )
+        )

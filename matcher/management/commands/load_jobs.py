@@ -1,0 +1,29 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from config.progress import ProgressBar
+from matcher.bulk import LoadError, load_jobs
+
+
+class Command(BaseCommand):
+    help = "Insert N activated jobs with their TaskQueues (COPY on PostgreSQL), for scale work."
+
+    def add_arguments(self, parser):
+        parser.add_argument("n", type=int, help="how many jobs")
+        parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument("--batch-size", type=int, default=50_000)
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, n, seed, batch_size, no_progress, **options):
+        if n < 1:
+            raise CommandError("N must be a positive number of jobs")
+        if batch_size < 1:
+            raise CommandError("--batch-size must be positive")
+        bar = None if no_progress else ProgressBar("loading jobs", stream=self.stderr)
+        try:
+            result = load_jobs(n, seed=seed, batch_size=batch_size, progress=bar)
+        except LoadError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"loaded {result.jobs:,} jobs into {result.taskqueues} TaskQueues in "
+            f"{result.seconds:.1f} s ({result.rows_per_s:,.0f} jobs/s)"
+        )

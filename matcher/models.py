@@ -1,0 +1,226 @@
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from matcher.taskqueues import MULTI_VALUED_FIELDS
+from shares.models import GridGroup
+
+
+class Site(models.Model):
+    name = models.CharField(max_length=128, unique=True)
+    description = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ComputingElement(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        DRAINING = "draining"
+        BANNED = "banned"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="computing_elements")
+    name = models.CharField(max_length=128, unique=True)
+    ce_type = models.CharField("CE type", max_length=32, default="HTCondorCE")
+    cpu_time_limit = models.PositiveIntegerField(
+        "CPU time limit (s)", default=86400, validators=[MinValueValidator(1)]
+    )
+    platforms = models.JSONField(default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    max_waiting_pilots = models.PositiveIntegerField(default=50)
+    max_running_pilots = models.PositiveIntegerField(default=500)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+
+    class Meta:
+        ordering = ["site__name", "name"]
+        verbose_name = "computing element"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+CE_STATUS_CHOICES = ComputingElement.Status.choices  # named for the OpenAPI enum
+
+
+class JobStatus(models.TextChoices):
+    """PanDA's job states, which contain DIRAC's; `activated` is "waiting in a TaskQueue"."""
+
+    PENDING = "pending"
+    DEFINED = "defined"
+    ASSIGNED = "assigned"
+    THROTTLED = "throttled"
+    ACTIVATED = "activated"
+    SENT = "sent"
+    STARTING = "starting"
+    RUNNING = "running"
+    HOLDING = "holding"
+    TRANSFERRING = "transferring"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    CLOSED = "closed"
+
+
+FINAL_STATES = frozenset(
+    {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.CLOSED}
+)
+
+
+class JobQuerySet(models.QuerySet):
+    def visible_to(self, user) -> "JobQuerySet":
+        """Staff see every job; a user sees its own and those of its JobSharing groups."""
+        if user.is_staff:
+            return self
+        return self.filter(Q(owner=user) | Q(owner_group_id__in=user.visible_group_ids()))
+
+
+class Job(models.Model):
+    # Indexed by the composite (owner, -id) and (owner_group, -id) indexes below.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs", db_index=False
+    )
+    owner_group = models.ForeignKey(
+        GridGroup, on_delete=models.PROTECT, related_name="jobs", db_index=False
+    )
+    name = models.CharField(max_length=128, blank=True)
+    setup = models.CharField(max_length=64)
+    cpu_time = models.PositiveIntegerField("CPU time (s)")
+    sites = models.JSONField(default=list, blank=True)
+    banned_sites = models.JSONField(default=list, blank=True)
+    grid_ces = models.JSONField("Grid CEs", default=list, blank=True)
+    platforms = models.JSONField(default=list, blank=True)
+    submit_pools = models.JSONField(default=list, blank=True)
+    pilot_types = models.JSONField(default=list, blank=True)
+    grid_middlewares = models.JSONField(default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    user_priority = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(0), MaxValueValidator(10)]
+    )
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.DEFINED)
+    status_reason = models.CharField(max_length=255, blank=True)
+    # The TaskQueue the job joined last. No database constraint: a TaskQueue vanishes when
+    # its last waiting job leaves, and finished jobs keep the id as a record.
+    task_queue = models.ForeignKey(
+        "TaskQueue",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    site = models.CharField(max_length=128, blank=True, help_text="where it was matched / ran")
+    jdl = models.TextField(blank=True)
+    reschedule_count = models.PositiveSmallIntegerField(default=0)
+    created = models.DateTimeField()
+    status_changed = models.DateTimeField()
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["owner", "-id"], name="job_owner_id"),
+            models.Index(fields=["owner_group", "-id"], name="job_group_id"),
+            models.Index(fields=["status", "-id"], name="job_status_id"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(user_priority__gte=0, user_priority__lte=10),
+                name="job_user_priority_0_10",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Job {self.pk}"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_STATES
+
+    def requirements(self) -> dict:
+        return {f: getattr(self, f) for f in MULTI_VALUED_FIELDS}
+
+
+class JobStatusHistory(models.Model):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="history", db_index=False)
+    at = models.DateTimeField()
+    from_status = models.CharField(max_length=16, blank=True)
+    to_status = models.CharField(max_length=16)
+    reason = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["job", "at"], name="jobhistory_job_at")]
+        verbose_name_plural = "job status history"
+
+    def __str__(self) -> str:
+        return f"{self.job_id}: {self.from_status or '∅'} → {self.to_status}"
+
+
+class TaskQueue(models.Model):
+    """Jobs with identical requirements, matched as one (DIRAC's tq_TaskQueues).
+
+    Single-valued part: owner (DN), owner group, setup, CPU segment. Multi-valued part: the
+    canonical sorted lists below; an empty list means "no restriction". `key` is a digest of the
+    whole canonical definition, so that the lookup on insertion is one indexed equality.
+    """
+
+    key = models.CharField(max_length=64, unique=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="task_queues"
+    )
+    owner_group = models.ForeignKey(GridGroup, on_delete=models.PROTECT, related_name="task_queues")
+    setup = models.CharField(max_length=64)
+    cpu_time = models.PositiveIntegerField("CPU segment (s)")
+    sites = models.JSONField(default=list, blank=True)
+    banned_sites = models.JSONField(default=list, blank=True)
+    grid_ces = models.JSONField("Grid CEs", default=list, blank=True)
+    platforms = models.JSONField(default=list, blank=True)
+    submit_pools = models.JSONField(default=list, blank=True)
+    pilot_types = models.JSONField(default=list, blank=True)
+    grid_middlewares = models.JSONField(default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    priority = models.FloatField(default=1.0)
+    created = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["owner_group", "owner"], name="tq_group_owner")]
+
+    def __str__(self) -> str:
+        return f"TaskQueue {self.pk}"
+
+    def definition(self) -> dict:
+        d = {
+            "owner_dn": self.owner.identity(),
+            "owner_group": self.owner_group.name,
+            "setup": self.setup,
+            "cpu_time": self.cpu_time,
+        }
+        d.update({f: getattr(self, f) for f in MULTI_VALUED_FIELDS})
+        return d
+
+
+class TaskQueueJob(models.Model):
+    """Membership of a waiting job in its TaskQueue (DIRAC's tq_Jobs): matching reads only this
+    table, never the job history. A job is in at most one TaskQueue."""
+
+    job = models.OneToOneField(Job, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    # PROTECT: a TaskQueue is deleted only once it is empty, never together with its jobs.
+    task_queue = models.ForeignKey(
+        TaskQueue, on_delete=models.PROTECT, related_name="members", db_index=False
+    )
+    user_priority = models.PositiveSmallIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["task_queue", "user_priority", "job"], name="tqjob_tq_prio_job")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} in {self.task_queue_id}"

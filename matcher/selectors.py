@@ -1,0 +1,47 @@
+"""Read-side queries shared by pages and API (no writes here)."""
+
+from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from matcher.models import Job, JobStatus, TaskQueue, TaskQueueJob
+
+
+def taskqueues_with_counts(queryset=None):
+    """TaskQueues annotated with their number of waiting jobs, counted per row shown (a
+    correlated subquery), so a page of 50 TaskQueues does not aggregate a million members."""
+    qs = TaskQueue.objects.all() if queryset is None else queryset
+    count = (
+        TaskQueueJob.objects.filter(task_queue=OuterRef("pk"))
+        .order_by()
+        .values("task_queue")
+        .annotate(c=Count("*"))
+        .values("c")
+    )
+    return qs.select_related("owner", "owner_group").annotate(
+        waiting_jobs=Coalesce(Subquery(count, output_field=IntegerField()), Value(0))
+    )
+
+
+def visible_taskqueues(user):
+    qs = TaskQueue.objects.all()
+    if not user.is_staff:
+        from django.db.models import Q
+
+        qs = qs.filter(Q(owner=user) | Q(owner_group_id__in=user.visible_group_ids()))
+    return qs
+
+
+def jobs_by_priority(tq_id: int) -> list[dict]:
+    rows = (
+        TaskQueueJob.objects.filter(task_queue_id=tq_id)
+        .order_by("-user_priority")
+        .values("user_priority")
+        .annotate(jobs=Count("*"))
+    )
+    return [{"user_priority": r["user_priority"], "jobs": r["jobs"]} for r in rows]
+
+
+def jobs_by_status(queryset=None) -> dict[str, int]:
+    qs = Job.objects.all() if queryset is None else queryset
+    counts = dict(qs.order_by().values_list("status").annotate(n=Count("*")))
+    return {s.value: counts.get(s.value, 0) for s in JobStatus if counts.get(s.value)}

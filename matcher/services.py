@@ -1,0 +1,263 @@
+"""Stateful operations on jobs and TaskQueues: submission, enqueueing, kill, reschedule.
+
+Every operation is one transaction; views, viewsets, commands and cycles call these and nothing
+else writes jobs or TaskQueue membership.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+from django.db import IntegrityError, OperationalError, transaction
+from django.db.models import Exists, OuterRef
+
+from config import clock, gdpconfig
+from config.cycles import cycle
+from matcher import taskqueues
+from matcher.models import (
+    FINAL_STATES,
+    MULTI_VALUED_FIELDS,
+    Job,
+    JobStatus,
+    JobStatusHistory,
+    TaskQueue,
+    TaskQueueJob,
+)
+
+log = logging.getLogger(__name__)
+
+
+class JobActionError(Exception):
+    """An action that the job's state does not allow (answered as 409 by the API)."""
+
+
+def _retry_on_race(fn, attempts: int = 3):
+    """Run `fn` (one transaction) again when it lost a race with a TaskQueue being dropped."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except (IntegrityError, OperationalError):
+            if attempt == attempts - 1:
+                raise
+            log.info("retrying a transaction that lost a race (attempt %d)", attempt + 2)
+    return None
+
+
+def taskqueues_for(definitions: Sequence[dict]) -> list[TaskQueue]:
+    """The TaskQueue of each definition, created where missing. Call inside a transaction."""
+    keyed = {taskqueues.definition_key(d): d for d in definitions}
+    found = {tq.key: tq for tq in TaskQueue.objects.filter(key__in=keyed)}
+    missing = [k for k in keyed if k not in found]
+    if missing:
+        now = clock.now()
+        # ignore_conflicts: a concurrent submission may create the same TaskQueue; on
+        # PostgreSQL we wait for it on the unique key, then read the row it made.
+        TaskQueue.objects.bulk_create(
+            [TaskQueue(key=k, created=now, **keyed[k]) for k in missing], ignore_conflicts=True
+        )
+        found.update({tq.key: tq for tq in TaskQueue.objects.filter(key__in=missing)})
+    return [found[taskqueues.definition_key(d)] for d in definitions]
+
+
+def job_definition(job: Job, segments: Sequence[int]) -> dict:
+    return taskqueues.definition(
+        job.owner_id,
+        job.owner_group_id,
+        job.setup,
+        job.cpu_time,
+        {f: getattr(job, f) for f in MULTI_VALUED_FIELDS},
+        segments,
+    )
+
+
+def submit_jobs(owner, specs: Sequence[dict]) -> list[Job]:
+    """Store validated job specs as activated jobs in their TaskQueues, all or nothing.
+
+    Each spec has owner_group (a GridGroup), setup, cpu_time, user_priority, optional name and
+    jdl, and the multi-valued requirement lists.
+    """
+
+    def attempt() -> list[Job]:
+        now = clock.now()
+        segments = gdpconfig.get("CPUSegments")
+        jobs = []
+        for spec in specs:
+            job = Job(
+                owner=owner,
+                owner_group=spec["owner_group"],
+                name=spec.get("name", ""),
+                setup=spec["setup"],
+                cpu_time=spec["cpu_time"],
+                user_priority=spec.get("user_priority", 1),
+                jdl=spec.get("jdl", ""),
+                status=JobStatus.ACTIVATED,
+                created=now,
+                status_changed=now,
+                **{f: taskqueues.canonical_values(spec.get(f, ())) for f in MULTI_VALUED_FIELDS},
+            )
+            jobs.append(job)
+        with transaction.atomic():
+            tqs = taskqueues_for([job_definition(j, segments) for j in jobs])
+            for job, tq in zip(jobs, tqs, strict=True):
+                job.task_queue = tq
+                job.status_reason = "waiting in TaskQueue"
+            Job.objects.bulk_create(jobs, batch_size=2000)
+            TaskQueueJob.objects.bulk_create(
+                [
+                    TaskQueueJob(
+                        job=j, task_queue_id=j.task_queue_id, user_priority=j.user_priority
+                    )
+                    for j in jobs
+                ],
+                batch_size=2000,
+            )
+            JobStatusHistory.objects.bulk_create(
+                [
+                    JobStatusHistory(
+                        job=j,
+                        at=now,
+                        from_status="",
+                        to_status=JobStatus.ACTIVATED,
+                        reason=f"submitted; joined TaskQueue {j.task_queue_id}",
+                    )
+                    for j in jobs
+                ],
+                batch_size=2000,
+            )
+        return jobs
+
+    return _retry_on_race(attempt)
+
+
+def drop_empty_taskqueues(tq_ids: Iterable[int]) -> list[int]:
+    """Delete those of these TaskQueues that hold no job; returns the ids deleted.
+
+    The rows are locked first, and emptiness is checked under the lock, so a TaskQueue that a
+    concurrent submission is filling is never removed from under it (that submission, which
+    checks its foreign key at commit, retries instead).
+    """
+    ids = sorted(set(tq_ids))
+    if not ids:
+        return []
+    with transaction.atomic():
+        locked = list(
+            TaskQueue.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True)
+        )
+        busy = set(
+            TaskQueueJob.objects.filter(task_queue_id__in=locked)
+            .values_list("task_queue_id", flat=True)
+            .distinct()
+        )
+        empty = [pk for pk in locked if pk not in busy]
+        if empty:
+            TaskQueue.objects.filter(pk__in=empty).delete()
+    return empty
+
+
+def _change_status(job: Job, to: str, reason: str, **fields) -> None:
+    """Move a locked job to `to` and record the transition. Call inside a transaction."""
+    now = clock.now()
+    JobStatusHistory.objects.create(
+        job=job, at=now, from_status=job.status, to_status=to, reason=reason[:255]
+    )
+    job.status = to
+    job.status_reason = reason[:255]
+    job.status_changed = now
+    for name, value in fields.items():
+        setattr(job, name, value)
+    job.save(update_fields=["status", "status_reason", "status_changed", *fields])
+
+
+def can_act_on(user, job: Job) -> bool:
+    """Staff, the owner, and members of the job's group when that group has JobSharing."""
+    if user.is_staff or job.owner_id == user.pk:
+        return True
+    return job.owner_group.job_sharing and user.grid_groups.filter(pk=job.owner_group_id).exists()
+
+
+def kill_job(job_id: int, user, reason: str = "") -> Job:
+    with transaction.atomic():
+        job = (
+            Job.objects.select_for_update(of=("self",)).select_related("owner_group").get(pk=job_id)
+        )
+        if job.status in FINAL_STATES:
+            raise JobActionError(f"job {job_id} is already {job.status}")
+        left = TaskQueueJob.objects.filter(job_id=job_id).delete()[0]
+        _change_status(job, JobStatus.CANCELLED, reason or f"killed by {user.get_username()}")
+    if left and job.task_queue_id:
+        drop_empty_taskqueues([job.task_queue_id])
+    return job
+
+
+def reschedule_job(job_id: int, user) -> Job:
+    """Send a job back to wait in the TaskQueue of its (current) definition."""
+    old_tq = None
+
+    def attempt() -> Job:
+        nonlocal old_tq
+        with transaction.atomic():
+            job = (
+                Job.objects.select_for_update(of=("self",))
+                .select_related("owner_group")
+                .get(pk=job_id)
+            )
+            if job.status == JobStatus.ACTIVATED:
+                raise JobActionError(f"job {job_id} is already waiting in a TaskQueue")
+            limit = gdpconfig.get("MaxRescheduling")
+            if job.reschedule_count >= limit:
+                raise JobActionError(
+                    f"job {job_id} was rescheduled {job.reschedule_count} times "
+                    f"(MaxRescheduling = {limit})"
+                )
+            old_tq = job.task_queue_id
+            TaskQueueJob.objects.filter(job_id=job_id).delete()
+            [tq] = taskqueues_for([job_definition(job, gdpconfig.get("CPUSegments"))])
+            TaskQueueJob.objects.create(job=job, task_queue=tq, user_priority=job.user_priority)
+            _change_status(
+                job,
+                JobStatus.ACTIVATED,
+                f"rescheduled by {user.get_username()}; joined TaskQueue {tq.pk}",
+                task_queue=tq,
+                site="",
+                reschedule_count=job.reschedule_count + 1,
+            )
+            return job
+
+    job = _retry_on_race(attempt)
+    if old_tq and old_tq != job.task_queue_id:
+        drop_empty_taskqueues([old_tq])
+    return job
+
+
+@cycle("taskqueue_cleanup")
+def taskqueue_cleanup() -> dict:
+    """Repair what a crash could leave: activated jobs outside any TaskQueue are enqueued again,
+    memberships of jobs no longer waiting are removed, and empty TaskQueues are dropped."""
+    member = TaskQueueJob.objects.filter(job_id=OuterRef("pk"))
+    orphans = list(
+        Job.objects.filter(status=JobStatus.ACTIVATED)
+        .filter(~Exists(member))
+        .values_list("pk", flat=True)[:10000]
+    )
+    segments = gdpconfig.get("CPUSegments")
+    for pk in orphans:
+        with transaction.atomic():
+            job = Job.objects.select_for_update().get(pk=pk)
+            if job.status != JobStatus.ACTIVATED or TaskQueueJob.objects.filter(job_id=pk).exists():
+                continue
+            [tq] = taskqueues_for([job_definition(job, segments)])
+            TaskQueueJob.objects.create(job=job, task_queue=tq, user_priority=job.user_priority)
+            Job.objects.filter(pk=pk).update(task_queue=tq)
+    stray = TaskQueueJob.objects.exclude(job__status=JobStatus.ACTIVATED)
+    stray_tqs = set(stray.values_list("task_queue_id", flat=True))
+    removed_members = stray.delete()[0] if stray_tqs else 0
+    empty = TaskQueue.objects.filter(
+        ~Exists(TaskQueueJob.objects.filter(task_queue=OuterRef("pk")))
+    )
+    dropped = drop_empty_taskqueues(list(empty.values_list("pk", flat=True)) + list(stray_tqs))
+    return {
+        "reenqueued_jobs": len(orphans),
+        "removed_memberships": removed_members,
+        "dropped_taskqueues": len(dropped),
+    }

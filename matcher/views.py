@@ -1,0 +1,157 @@
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from config.models import CycleRun
+from config.paging import paginate
+from matcher import charts, selectors, services
+from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
+from matcher.filters import JobFilterSet, TaskQueueFilterSet
+from matcher.forms import JDLForm, JobSubmitForm
+from matcher.jdl import JDLError, parse_jdl
+from matcher.models import ComputingElement, Job, Site
+
+
+def home(request):
+    jobs = Job.objects.visible_to(request.user)
+    counts = selectors.jobs_by_status(jobs)
+    tqs = selectors.taskqueues_with_counts(selectors.visible_taskqueues(request.user))
+    context = {
+        "counts": counts,
+        "total_jobs": sum(counts.values()),
+        "status_chart": charts.to_html(charts.jobs_by_status_figure(counts)) if counts else "",
+        "top_taskqueues": tqs.order_by("-priority", "id")[:10],
+        "taskqueue_count": tqs.count(),
+        "sites": Site.objects.annotate(ces=Count("computing_elements")),
+        "cycle_runs": CycleRun.objects.all()[:8],
+    }
+    return render(request, "matcher/home.html", context)
+
+
+def job_list(request):
+    qs = Job.objects.visible_to(request.user).select_related("owner", "owner_group")
+    filterset = JobFilterSet(request.GET, queryset=qs)
+    page = paginate(request, filterset.qs)
+    return render(request, "matcher/job_list.html", {"filter": filterset, "page": page})
+
+
+def job_detail(request, pk):
+    job = get_object_or_404(
+        Job.objects.visible_to(request.user).select_related("owner", "owner_group"), pk=pk
+    )
+    context = {
+        "job": job,
+        "history": job.history.all(),
+        "task_queue": selectors.visible_taskqueues(request.user)
+        .filter(pk=job.task_queue_id)
+        .first(),
+        "can_act": services.can_act_on(request.user, job),
+    }
+    return render(request, "matcher/job_detail.html", context)
+
+
+def _job_action(request, pk, fn, verb):
+    job = get_object_or_404(
+        Job.objects.visible_to(request.user).select_related("owner_group"), pk=pk
+    )
+    if not services.can_act_on(request.user, job):
+        raise PermissionDenied
+    try:
+        fn(job.pk, request.user)
+        messages.success(request, f"Job {job.pk} {verb}.")
+    except services.JobActionError as exc:
+        messages.error(request, str(exc))
+    return redirect("job-detail", pk=job.pk)
+
+
+@require_POST
+def job_kill(request, pk):
+    return _job_action(request, pk, services.kill_job, "killed")
+
+
+@require_POST
+def job_reschedule(request, pk):
+    return _job_action(request, pk, services.reschedule_job, "rescheduled")
+
+
+def _submit(request, payload: dict, jdl: str = ""):
+    serializer = JobSubmitSerializer(
+        data=payload, context={"submission": SubmissionContext(request.user)}
+    )
+    if not serializer.is_valid():
+        return None, serializer.errors
+    spec = dict(serializer.validated_data, jdl=jdl)
+    [job] = services.submit_jobs(request.user, [spec])
+    return job, None
+
+
+def job_submit(request):
+    form = JobSubmitForm(user=request.user, initial={"user_priority": 1})
+    jdl_form = JDLForm()
+    jdl_errors: list[str] = []
+    if request.method == "POST":
+        if "jdl" in request.POST:
+            jdl_form = JDLForm(request.POST)
+            if jdl_form.is_valid():
+                text = jdl_form.cleaned_data["jdl"]
+                try:
+                    payload, names = parse_jdl(text)
+                except JDLError as exc:
+                    jdl_errors.append(f"{exc.field}: {exc.message}")
+                else:
+                    job, errors = _submit(request, payload, jdl=text)
+                    if job:
+                        messages.success(request, f"Job {job.pk} submitted from JDL.")
+                        return redirect("job-detail", pk=job.pk)
+                    for key, errs in errors.items():
+                        label = names.get(key, key)
+                        jdl_errors += [f"{label}: {e}" for e in errs]
+        else:
+            form = JobSubmitForm(request.POST, user=request.user)
+            if form.is_valid():
+                job, errors = _submit(request, form.payload())
+                if job:
+                    messages.success(request, f"Job {job.pk} submitted.")
+                    return redirect("job-detail", pk=job.pk)
+                for key, errs in errors.items():
+                    for e in errs:
+                        form.add_error(key if key in form.fields else None, e)
+    return render(
+        request,
+        "matcher/job_submit.html",
+        {"form": form, "jdl_form": jdl_form, "jdl_errors": jdl_errors},
+    )
+
+
+def taskqueue_list(request):
+    qs = selectors.taskqueues_with_counts(selectors.visible_taskqueues(request.user))
+    filterset = TaskQueueFilterSet(request.GET, queryset=qs.order_by("-priority", "id"))
+    page = paginate(request, filterset.qs)
+    return render(request, "matcher/taskqueue_list.html", {"filter": filterset, "page": page})
+
+
+def taskqueue_detail(request, pk):
+    tq = get_object_or_404(
+        selectors.taskqueues_with_counts(selectors.visible_taskqueues(request.user)), pk=pk
+    )
+    by_priority = selectors.jobs_by_priority(tq.pk)
+    context = {
+        "tq": tq,
+        "by_priority": by_priority,
+        "chart": charts.to_html(charts.jobs_by_priority_figure(by_priority)) if by_priority else "",
+        "jobs": Job.objects.visible_to(request.user)
+        .filter(task_queue_id=tq.pk, status="activated")
+        .order_by("id")[:20],
+    }
+    return render(request, "matcher/taskqueue_detail.html", context)
+
+
+def site_list(request):
+    sites = Site.objects.prefetch_related("computing_elements")
+    return render(
+        request,
+        "matcher/site_list.html",
+        {"sites": sites, "ce_count": ComputingElement.objects.count()},
+    )

@@ -1,0 +1,22 @@
+from rest_framework import serializers
+
+from shares.models import GridGroup, User
+
+
+class GridGroupSerializer(serializers.ModelSerializer):
+    job_share = serializers.FloatField(min_value=0.0, help_text="JobShare (≥ 0).")
+
+    class Meta:
+        model = GridGroup
+        fields = ["id", "name", "description", "job_share", "job_sharing", "generic_pilot"]
+
+
+class MeSerializer(serializers.ModelSerializer):
+    groups = serializers.SlugRelatedField(
+        source="grid_groups", slug_field="name", many=True, read_only=True
+    )
+
+    class Meta:
+        model = User
+        fields = ["id", "username", "dn", "is_staff", "groups"]
+        read_only_fields = fields
