@@ -13,10 +13,13 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
+# Debian's Chromium for the browser tests (Playwright cannot download browsers here).
 install: $(BIN)/.installed
-	@command -v chromium >/dev/null 2>&1 || command -v apt-get >/dev/null 2>&1 && \
-	  { command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }; } || \
-	  echo "chromium not installed: the browser tests will be skipped"
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium is missing (apt-get install chromium): browser tests will be skipped"; fi; \
+	fi
 
 # Migrate, load the demo world once, create the schedules, then run the django-q2 cluster and
 # the web server together; Ctrl-C stops both.

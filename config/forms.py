@@ -6,8 +6,14 @@ from config import gdpconfig
 class ParameterForm(forms.Form):
     """Edit one gdpconfig parameter; the registry validates, and its message names the field."""
 
-    value = forms.CharField(max_length=2000, required=False)
-    comment = forms.CharField(max_length=500, required=False)
+    value = forms.CharField(
+        max_length=2000, required=False, widget=forms.TextInput(attrs={"size": 36})
+    )
+    comment = forms.CharField(
+        max_length=500,
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "why (kept in the history)", "size": 30}),
+    )
 
     def __init__(self, *args, param: gdpconfig.Param, **kwargs):
         super().__init__(*args, **kwargs)

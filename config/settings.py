@@ -5,6 +5,8 @@ SQLite is the default so that a fresh checkout runs with no service; set DATABAS
 """
 
 import os
+import sys
+import warnings
 from pathlib import Path
 
 import dj_database_url
@@ -27,7 +29,7 @@ SECRET_KEY = os.environ.get(
     "SECRET_KEY", "gridwms-development-key-change-me-in-production-0123456789"
 )
 DEBUG = env_bool("DEBUG", True)
-TESTING = env_bool("GRIDWMS_TESTING", False)
+TESTING = env_bool("GRIDWMS_TESTING", "pytest" in sys.modules)
 ALLOWED_HOSTS = [
     h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h
 ]
@@ -143,6 +145,8 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = True
+# In development whitenoise serves from the finders; staticfiles/ exists only after collectstatic.
+warnings.filterwarnings("ignore", message="No directory at")
 
 # --- Cache shared by all processes (gdpconfig generation, throttles) ---------------------------
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -158,7 +162,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "config.pagination.DefaultCursorPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "config.api.exception_handler",
+    "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {

@@ -1,12 +1,12 @@
 from collections import defaultdict
 
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from config import gdpconfig
+from config.decorators import staff_required
 from config.forms import ParameterForm
 from config.models import CycleRun, ParameterValue
 from config.paging import paginate
@@ -41,7 +41,7 @@ def _rows(forms_by_name: dict | None = None):
     return dict(by_category)
 
 
-@staff_member_required
+@staff_required
 def parameters(request):
     forms_by_name = {}
     if request.method == "POST":
@@ -58,7 +58,7 @@ def parameters(request):
     return render(request, "config/parameters.html", {"categories": _rows(forms_by_name)})
 
 
-@staff_member_required
+@staff_required
 @require_POST
 def parameter_rollback(request, name, version):
     p = _param_or_404(name)

@@ -9,10 +9,13 @@ leaves only whole jobs. PostgreSQL gets COPY; SQLite gets executemany, its write
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import connection, transaction
 
@@ -53,6 +56,11 @@ HISTORY_COLUMNS = ["job_id", "at", "from_status", "to_status", "reason"]
 PLATFORMS = ["x86_64-el9", "x86_64-centos7", "aarch64-el9"]
 TAGS = ["MultiProcessor", "4Processors", "8Processors", "16GB", "GPU"]
 JOB_KINDS = ["mc-sim", "reco", "stripping", "user-ana", "merge", "test"]
+PRIORITIES = (1, 1, 1, 2, 3, 5, 8)
+WAITING = "waiting in TaskQueue"
+JSON_FIELDS = taskqueues.MULTI_VALUED_FIELDS
+COPY_CHUNK = 1 << 20
+LOAD_WORKERS = 2
 
 
 @dataclass
@@ -109,22 +117,101 @@ def make_templates(rng: random.Random, count: int = 60) -> list[Template]:
             req["pilot_types"] = ["private"]
         if rng.random() < 0.2:
             req["submit_pools"] = ["gridPool"]
+        req = {f: taskqueues.canonical_values(v) for f, v in req.items()}
         templates.append(Template(owner_id, group_id, setup, req, rng.choice(JOB_KINDS)))
     return templates
 
 
-def _cpu_time(rng: random.Random, segments: list[int]) -> int:
-    # Spread over the segments: pick one, then a time inside it.
-    i = rng.randrange(len(segments))
-    low = segments[i - 1] + 1 if i else 1
-    return rng.randint(low, segments[i])
+# COPY text format: a backslash, tab, newline or carriage return inside a value is escaped.
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
-def _copy(cursor, table: str, columns: list[str], rows: list[tuple]) -> None:
+def _esc(value) -> str:
+    return str(value).translate(_COPY_ESCAPES)
+
+
+@dataclass
+class _Batch:
+    """One batch's drawn values, column by column (TaskQueue ids, templates, CPU times,
+    priorities), and the time it was drawn; job ids are reserved when it is written."""
+
+    tqs: list[int]
+    templates: list[int]
+    cpu: list[int]
+    prio: list[int]
+    now: datetime
+
+
+def _draw(rng: random.Random, size: int, n_templates: int, segments: list[int], tq_of) -> _Batch:
+    # Template and CPU segment uniform, a CPU time uniform inside the segment; drawn in bulk
+    # (rng.choices, rng.random) rather than job by job, which dominated the load's Python time.
+    n_seg = len(segments)
+    lows = [segments[i - 1] + 1 if i else 1 for i in range(n_seg)]
+    spans = [segments[i] - lows[i] + 1 for i in range(n_seg)]
+    tpl = rng.choices(range(n_templates), k=size)
+    seg = rng.choices(range(n_seg), k=size)
+    cpu = [lows[s] + int(rng.random() * spans[s]) for s in seg]
+    tqs = [tq_of[t * n_seg + s] for t, s in zip(tpl, seg, strict=True)]
+    prio = rng.choices(PRIORITIES, k=size)
+    return _Batch(tqs, tpl, cpu, prio, clock.now())
+
+
+def _job_fields(t: Template) -> tuple:
+    r = t.requirements
+    return (t.owner_id, t.owner_group_id, t.kind, t.setup, *(json.dumps(r[f]) for f in JSON_FIELDS))
+
+
+def _copy_text(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[str, str, str]:
+    """The batch as COPY text for the jobs, the memberships and the history (see *_COLUMNS),
+    written here rather than row by row through psycopg's write_row (several times slower)."""
+    # Per template, the constant parts of a job line around its name's number and CPU time.
+    heads, mids, lists = [], [], []
+    for t in templates:
+        owner, group, kind, setup, *json_lists = (_esc(v) for v in _job_fields(t))
+        heads.append(f"\t{owner}\t{group}\t{kind}-")
+        mids.append(f"\t{setup}\t")
+        lists.append("\t" + "\t".join(json_lists) + "\t")
+    now = b.now.isoformat()
+    act = JobStatus.ACTIVATED.value
+    tail = f"\t{act}\t{WAITING}\t"
+    end = f"\t\t\t0\t{now}\t{now}\n"
+    rows = list(zip(ids, b.templates, b.cpu, b.prio, b.tqs, strict=True))
+    jobs = "".join(
+        [f"{i}{heads[t]}{i:07d}{mids[t]}{c}{lists[t]}{p}{tail}{q}{end}" for i, t, c, p, q in rows]
+    )
+    members = "".join([f"{i}\t{q}\t{p}\n" for i, _, _, p, q in rows])
+    history = "".join([f"{i}\t{now}\t\t{act}\tloaded; joined TaskQueue {q}\n" for i, *_, q in rows])
+    return jobs, members, history
+
+
+def _rows(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[list, list, list]:
+    """The batch as parameter tuples (SQLite), in the order of the *_COLUMNS."""
+    fields = [_job_fields(t) for t in templates]
+    act, now = JobStatus.ACTIVATED.value, b.now
+    rows = list(zip(ids, b.templates, b.cpu, b.prio, b.tqs, strict=True))
+    jobs = []
+    for i, t, c, p, q in rows:
+        owner, group, kind, setup, *lists = fields[t]
+        name = f"{kind}-{i:07d}"
+        jobs.append(
+            (i, owner, group, name, setup, c, *lists, p, act, WAITING, q, "", "", 0, now, now)
+        )
+    members = [(i, q, p) for i, _, _, p, q in rows]
+    history = [(i, now, "", act, f"loaded; joined TaskQueue {q}") for i, *_, q in rows]
+    return jobs, members, history
+
+
+def _copy(cursor, table: str, columns: list[str], text: str) -> None:
     sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
+    data = text.encode()
     with cursor.cursor.copy(sql) as cp:
-        for row in rows:
-            cp.write_row(row)
+        for start in range(0, len(data), COPY_CHUNK):
+            cp.write(data[start : start + COPY_CHUNK])
+
+
+def _executemany(cursor, table: str, columns: list[str], rows: list[tuple]) -> None:
+    marks = ", ".join(["%s"] * len(columns))
+    cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
 
 
 def _reserve_ids(cursor, n: int) -> list[int]:
@@ -141,12 +228,41 @@ def _reserve_ids(cursor, n: int) -> list[int]:
     return list(range(start, start + n))
 
 
-def _insert(cursor, table: str, columns: list[str], rows: list[tuple]) -> None:
-    if connection.vendor == "postgresql":
-        _copy(cursor, table, columns, rows)
-        return
-    marks = ", ".join(["%s"] * len(columns))
-    cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+TABLES = (Job._meta.db_table, TaskQueueJob._meta.db_table, JobStatusHistory._meta.db_table)
+COLUMNS = (JOB_COLUMNS, MEMBER_COLUMNS, HISTORY_COLUMNS)
+
+
+def _write(batch: _Batch, templates: list[Template]) -> int:
+    """One batch in one transaction: the jobs, their memberships, their history rows."""
+    with transaction.atomic(), connection.cursor() as cur:
+        ids = _reserve_ids(cur, len(batch.tqs))
+        if connection.vendor == "postgresql":
+            texts = _copy_text(ids, batch, templates)
+            for table, cols, text in zip(TABLES, COLUMNS, texts, strict=True):
+                _copy(cur, table, cols, text)
+        else:
+            rows = _rows(ids, batch, templates)
+            for table, cols, table_rows in zip(TABLES, COLUMNS, rows, strict=True):
+                _executemany(cur, table, cols, table_rows)
+    return len(ids)
+
+
+def _write_on_own_connection(batch: _Batch, templates: list[Template]) -> int:
+    # In a worker thread: Django gives the thread its own connection; close it afterwards.
+    try:
+        return _write(batch, templates)
+    finally:
+        connection.close()
+
+
+def default_workers() -> int:
+    """Batches written at once. PostgreSQL spends most of a load checking foreign keys and
+    updating indexes, one core per connection: two connections keep two cores busy while
+    this process draws the next batch. SQLite serialises writes, and a caller's open
+    transaction (a test) is joined rather than bypassed: one at a time there."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        return 1
+    return max(1, min(LOAD_WORKERS, os.cpu_count() or 1))
 
 
 def load_jobs(
@@ -155,83 +271,62 @@ def load_jobs(
     batch_size: int = 50_000,
     progress: Callable[[int, int], None] | None = None,
     templates: list[Template] | None = None,
+    workers: int | None = None,
 ) -> LoadResult:
-    """Insert `n` activated jobs into their TaskQueues; returns counts and elapsed seconds."""
+    """Insert `n` activated jobs into their TaskQueues; returns counts and elapsed seconds.
+
+    Each batch is one transaction; with several workers (PostgreSQL only) batches commit in
+    parallel, each on its own connection, so a failed load leaves whole batches behind."""
     if n < 0:
         raise LoadError("the number of jobs must not be negative")
+    if batch_size < 1:
+        raise LoadError("the batch size must be positive")
     started = time.perf_counter()
     rng = random.Random(seed)
     templates = templates or make_templates(rng)
     segments = gdpconfig.get("CPUSegments")
-    tq_ids: dict[tuple[int, int], int] = {}
     with transaction.atomic():
-        keys, defs = [], []
-        for ti, t in enumerate(templates):
-            for seg in segments:
-                keys.append((ti, seg))
-                defs.append(
-                    taskqueues.definition(
-                        t.owner_id, t.owner_group_id, t.setup, seg, t.requirements, segments
-                    )
-                )
-        for key, tq in zip(keys, taskqueues_for(defs), strict=True):
-            tq_ids[key] = tq.pk
+        defs = [
+            taskqueues.definition(
+                t.owner_id, t.owner_group_id, t.setup, seg, t.requirements, segments
+            )
+            for t in templates
+            for seg in segments
+        ]
+        # tq_of[template index * len(segments) + segment index]
+        tq_of = [tq.pk for tq in taskqueues_for(defs)]
     used_tqs: set[int] = set()
+
+    def batches():
+        for start in range(0, n, batch_size):
+            batch = _draw(rng, min(batch_size, n - start), len(templates), segments, tq_of)
+            used_tqs.update(batch.tqs)
+            yield batch
+
+    workers = default_workers() if workers is None else workers
     done = 0
-    job_table = Job._meta.db_table
-    while done < n:
-        size = min(batch_size, n - done)
-        now = clock.now()
-        with transaction.atomic(), connection.cursor() as cur:
-            ids = _reserve_ids(cur, size)
-            jobs, members, history = [], [], []
-            for job_id in ids:
-                ti = rng.randrange(len(templates))
-                t = templates[ti]
-                cpu = _cpu_time(rng, segments)
-                tq = tq_ids[(ti, taskqueues.cpu_segment(cpu, segments))]
-                used_tqs.add(tq)
-                prio = rng.choice((1, 1, 1, 2, 3, 5, 8))
-                r = t.requirements
-                jobs.append(
-                    (
-                        job_id,
-                        t.owner_id,
-                        t.owner_group_id,
-                        f"{t.kind}-{job_id:07d}",
-                        t.setup,
-                        cpu,
-                        json.dumps(r["sites"]),
-                        json.dumps(r["banned_sites"]),
-                        json.dumps(r["grid_ces"]),
-                        json.dumps(r["platforms"]),
-                        json.dumps(r["submit_pools"]),
-                        json.dumps(r["pilot_types"]),
-                        json.dumps(r["grid_middlewares"]),
-                        json.dumps(r["tags"]),
-                        prio,
-                        JobStatus.ACTIVATED.value,
-                        "waiting in TaskQueue",
-                        tq,
-                        "",
-                        "",
-                        0,
-                        now,
-                        now,
-                    )
-                )
-                members.append((job_id, tq, prio))
-                history.append(
-                    (job_id, now, "", JobStatus.ACTIVATED.value, f"loaded; joined TaskQueue {tq}")
-                )
-            _insert(cur, job_table, JOB_COLUMNS, jobs)
-            _insert(cur, TaskQueueJob._meta.db_table, MEMBER_COLUMNS, members)
-            _insert(cur, JobStatusHistory._meta.db_table, HISTORY_COLUMNS, history)
-        done += size
-        if progress:
-            progress(done, n)
+    if workers <= 1 or connection.in_atomic_block:
+        for batch in batches():
+            done += _write(batch, templates)
+            if progress:
+                progress(done, n)
+    else:
+        with ThreadPoolExecutor(workers, thread_name_prefix="load_jobs") as pool:
+            pending: set = set()
+            for batch in batches():
+                if len(pending) >= workers:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        done += future.result()
+                        if progress:
+                            progress(done, n)
+                pending.add(pool.submit(_write_on_own_connection, batch, templates))
+            for future in as_completed(pending):
+                done += future.result()
+                if progress:
+                    progress(done, n)
     # Template TaskQueues that drew no job would stay empty: drop them.
     from matcher.services import drop_empty_taskqueues
 
-    drop_empty_taskqueues(set(tq_ids.values()) - used_tqs)
+    drop_empty_taskqueues(set(tq_of) - used_tqs)
     return LoadResult(jobs=n, taskqueues=len(used_tqs), seconds=time.perf_counter() - started)

@@ -14,10 +14,11 @@ STATUS_COLOURS = {
 
 
 def _layout(fig: go.Figure, title: str) -> go.Figure:
+    # The card around the chart carries the heading; the title stays for exported images.
     fig.update_layout(
-        title=title,
-        height=320,
-        margin={"l": 50, "r": 20, "t": 50, "b": 40},
+        title={"text": title, "font": {"size": 1}},
+        height=300,
+        margin={"l": 50, "r": 20, "t": 10, "b": 40},
         paper_bgcolor="rgba(0,0,0,0)",
         plot_bgcolor="rgba(0,0,0,0)",
     )

@@ -2,7 +2,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config import gdpconfig
-from config.api_fields import (
+from config.api.fields import (
     RejectUnknownFieldsMixin,
     StrictCharField,
     StrictIntegerField,

@@ -40,7 +40,8 @@ class JobViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def create(self, request, *args, **kwargs):
         many = isinstance(request.data, list)
         context = {"submission": s.SubmissionContext(request.user), "request": request}
-        serializer = s.JobSubmitSerializer(data=request.data, many=many, context=context)
+        kwargs = {"many": True, "allow_empty": False} if many else {}
+        serializer = s.JobSubmitSerializer(data=request.data, context=context, **kwargs)
         serializer.is_valid(raise_exception=True)
         specs = serializer.validated_data if many else [serializer.validated_data]
         jobs = services.submit_jobs(request.user, specs)

@@ -2,7 +2,7 @@
 
 from rest_framework.routers import DefaultRouter
 
-from config import api_views
+from config.api import views as api_views
 from matcher.api.urls import routes as matcher_routes
 from shares.api.urls import routes as shares_routes
 

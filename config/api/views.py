@@ -5,7 +5,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from config import gdpconfig
-from config.api_fields import RejectUnknownFieldsMixin
+from config.api.fields import RejectUnknownFieldsMixin
 from config.models import CycleRun, ParameterValue
 from config.permissions import StaffWriteOrReadOnly
 

@@ -1,0 +1,132 @@
+"""Load N jobs through `matcher.bulk.load_jobs`, then time the jobs list page and the jobs API.
+
+    .venv/bin/python bench/load.py --scale small        # SQLite when DATABASE_URL is unset
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
+        .venv/bin/python bench/load.py --scale full
+
+Prints one JSON object per line (DESIGN §7): load_1m_jobs_s, load_rows_per_s, then
+jobs_list_median_ms and jobs_api_median_ms per user and filter. Everything happens in a
+throw-away database (Django's test database, uniquely named) that is dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+SCALES = {"small": 20_000, "full": 1_000_000}
+# (user, label, query string): the staff user sees every job, alice only hers (and her
+# JobSharing groups'), plus one filtered request.
+CASES = [
+    ("admin", "", ""),
+    ("alice", "", ""),
+    ("admin", "status=activated&group=lhcb_user", "?status=activated&group=lhcb_user"),
+    ("alice", "status=activated&group=lhcb_user", "?status=activated&group=lhcb_user"),
+]
+
+
+def emit(metric: str, value: float, unit: str, **context) -> None:
+    print(json.dumps({"metric": metric, "value": round(value, 3), "unit": unit, **context}))
+    sys.stdout.flush()
+
+
+def time_requests(client, url: str, repeat: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        response = client.get(url)
+        if response.status_code != 200:
+            raise SystemExit(f"GET {url} answered {response.status_code}")
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        response = client.get(url)
+        times.append((time.perf_counter() - t0) * 1000)
+        if response.status_code != 200:
+            raise SystemExit(f"GET {url} answered {response.status_code}")
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", choices=sorted(SCALES), default="small")
+    parser.add_argument("--jobs", type=int, help="override the number of jobs of the scale")
+    parser.add_argument("--batch-size", type=int, default=50_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=15, help="timed requests per case")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed requests per case")
+    args = parser.parse_args()
+    n = args.jobs if args.jobs is not None else SCALES[args.scale]
+
+    import django
+    from django.conf import settings
+
+    # A uniquely named throw-away database: never the one DATABASE_URL points at.
+    db = settings.DATABASES["default"]
+    tmpdir = None
+    if db["ENGINE"].endswith("sqlite3"):
+        tmpdir = tempfile.mkdtemp(prefix="gridwms-bench-")
+        db["TEST"] = {"NAME": str(Path(tmpdir) / "bench.sqlite3")}
+    else:
+        db["TEST"] = {"NAME": f"test_gridwms_bench_{os.getpid()}"}
+    django.setup()
+
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import (
+        setup_databases,
+        setup_test_environment,
+        teardown_databases,
+        teardown_test_environment,
+    )
+
+    setup_test_environment(debug=False)
+    old_config = setup_databases(verbosity=0, interactive=False, serialized_aliases=set())
+    try:
+        from matcher import bulk, demo
+        from shares.models import User
+
+        demo.create_world()
+        context = {"jobs": n, "scale": args.scale, "db": connection.vendor}
+        result = bulk.load_jobs(n, seed=args.seed, batch_size=args.batch_size)
+        emit("load_1m_jobs_s", result.seconds, "s", taskqueues=result.taskqueues, **context)
+        emit("load_rows_per_s", result.rows_per_s, "jobs/s", **context)
+
+        for username, label, query in CASES:
+            client = Client()
+            client.force_login(User.objects.get(username=username))
+            for metric, url in (
+                ("jobs_list_median_ms", "/jobs/"),
+                ("jobs_api_median_ms", "/api/v1/jobs/"),
+            ):
+                times = time_requests(client, url + query, args.repeat, args.warmup)
+                emit(
+                    metric,
+                    statistics.median(times),
+                    "ms",
+                    user=username,
+                    filter=label,
+                    requests=len(times),
+                    max_ms=round(max(times), 1),
+                    **context,
+                )
+    finally:
+        connection.close()
+        teardown_databases(old_config, verbosity=0)
+        teardown_test_environment()
+        if tmpdir:
+            import shutil
+
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+from datetime import timedelta
+
+import pytest
+
+from config import clock, cycles
+from config.models import CycleRun
+
+
+@pytest.fixture
+def registered():
+    calls = []
+
+    @cycles.cycle("test_ok")
+    def ok():
+        calls.append(1)
+        return {"done": len(calls)}
+
+    @cycles.cycle("test_boom")
+    def boom():
+        raise RuntimeError("broken site description")
+
+    yield calls
+    cycles.CYCLES.pop("test_ok")
+    cycles.CYCLES.pop("test_boom")
+
+
+def test_a_cycle_run_is_recorded_with_its_counts(db, registered):
+    run = cycles.run_cycle("test_ok")
+    assert run.status == "success" and run.counts == {"done": 1}
+    assert run.finished is not None and run.duration_s >= 0
+
+
+def test_a_failing_cycle_is_recorded_as_failed_with_its_error(db, registered):
+    run = cycles.run_cycle("test_boom")
+    assert run.status == "failed"
+    assert "broken site description" in run.error
+
+
+def test_a_fresh_running_row_blocks_the_cycle_on_sqlite_and_is_recognised_dead_on_postgresql(
+    db, registered
+):
+    from django.db import connection
+
+    other = CycleRun.objects.create(kind="test_ok", started=clock.now())
+    run = cycles.run_cycle("test_ok")
+    other.refresh_from_db()
+    if connection.vendor == "postgresql":
+        # Nobody holds the advisory lock, so the row's process is gone.
+        assert (run.status, other.status, registered) == ("success", "abandoned", [1])
+    else:
+        assert (run.status, other.status, registered) == ("skipped", "running", [])
+
+
+def test_a_run_left_running_by_a_dead_process_is_abandoned_and_the_next_run_proceeds(
+    db, registered
+):
+    dead = CycleRun.objects.create(kind="test_ok", started=clock.now() - timedelta(hours=2))
+    run = cycles.run_cycle("test_ok")
+    assert run.status == "success" and registered == [1]
+    dead.refresh_from_db()
+    assert dead.status == "abandoned"
+
+
+def test_at_most_one_run_of_a_kind_can_be_running(db):
+    from django.db import IntegrityError, transaction
+
+    CycleRun.objects.create(kind="k", started=clock.now())
+    with pytest.raises(IntegrityError), transaction.atomic():
+        CycleRun.objects.create(kind="k", started=clock.now())
+
+
+def test_the_run_cycle_command_lists_and_runs_cycles(db, capsys):
+    from django.core.management import call_command
+
+    call_command("run_cycle")
+    assert "taskqueue_cleanup" in capsys.readouterr().out
+    call_command("run_cycle", "taskqueue_cleanup")
+    assert CycleRun.objects.get(kind="taskqueue_cleanup").status == "success"
+
+
+def test_setup_schedules_is_idempotent(db):
+    from django.core.management import call_command
+    from django_q.models import Schedule
+
+    call_command("setup_schedules")
+    call_command("setup_schedules")
+    assert Schedule.objects.filter(name="cycle:taskqueue_cleanup").count() == 1

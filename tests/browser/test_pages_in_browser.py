@@ -1,0 +1,113 @@
+import pytest
+
+from matcher import bulk, demo
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def grid(transactional_db):
+    demo.create_world()
+    bulk.load_jobs(300, seed=7, batch_size=100)
+
+
+PAGES = {
+    "home": "/",
+    "jobs": "/jobs/",
+    "jobs-filtered": "/jobs/?status=activated&group=lhcb_user",
+    "submit": "/jobs/submit/",
+    "taskqueues": "/taskqueues/",
+    "sites": "/sites/",
+    "shares": "/shares/",
+    "config": "/config/",
+    "cycles": "/config/cycles/",
+    "api-docs": "/api/docs/",
+}
+
+
+def test_staff_visit_every_page_without_errors_and_the_charts_draw(page, grid):
+    from matcher.models import Job, TaskQueue
+
+    page.login("admin", demo.ADMIN_PASSWORD)
+    for name, path in PAGES.items():
+        response = page.goto(path)
+        assert response.status == 200, path
+        page.screenshot(name)
+    job = Job.objects.order_by("id").first()
+    tq = TaskQueue.objects.order_by("id").first()
+    page.goto(f"/jobs/{job.pk}/")
+    assert page.page.locator("text=Status history").count() == 1
+    page.screenshot("job-detail")
+    page.goto(f"/taskqueues/{tq.pk}/")
+    page.page.wait_for_selector(".js-plotly-plot .main-svg")
+    page.screenshot("taskqueue-detail")
+    page.goto("/")
+    page.page.wait_for_selector(".js-plotly-plot .main-svg")
+    bars = page.page.locator(".js-plotly-plot .bars path").count()
+    assert bars >= 1  # the jobs-by-status chart drew its bars
+    page.goto("/api/docs/")
+    page.page.wait_for_selector(".swagger-ui .opblock", timeout=15000)
+
+
+def test_a_user_submits_a_job_through_the_form_and_finds_it_in_the_list(page, grid):
+    page.login("bob", demo.USER_PASSWORD)
+    page.goto("/jobs/submit/")
+    form = page.page.locator("#job-form")
+    form.locator("#id_name").fill("browser-made-job")
+    form.locator("#id_cpu_time").fill("777")
+    form.locator("#id_user_priority").fill("4")
+    form.locator("#id_sites").select_option(["LCG.CERN.ch", "LCG.PIC.es"])
+    form.locator("#id_tags").fill("GPU")
+    form.locator("button[type=submit]").click()
+    page.page.wait_for_selector("text=submitted.")
+    assert "browser-made-job" in page.page.content()
+    page.goto("/jobs/?owner=bob")
+    row = page.page.locator("tr", has_text="browser-made-job")
+    assert row.count() == 1
+    assert "activated" in row.inner_text()
+
+
+def test_a_user_sees_the_form_error_next_to_the_bad_field(page, grid):
+    page.login("alice", demo.USER_PASSWORD)
+    page.goto("/jobs/submit/")
+    page.page.locator("#jdl-form textarea").fill('CPUTime = 100; Site = {"Atlantis"};')
+    page.page.locator("#jdl-form button[type=submit]").click()
+    page.page.wait_for_selector("#jdl-form .error")
+    assert "Site: Unknown site: Atlantis." in page.page.locator("#jdl-form").inner_text()
+
+
+def test_staff_edit_a_gdpconfig_value_and_see_the_change_and_its_history(page, grid):
+    from config import gdpconfig
+
+    page.login("admin", demo.ADMIN_PASSWORD)
+    page.goto("/config/")
+    block = page.page.locator("#param-MaxRescheduling")
+    block.locator("input[name='MaxRescheduling-value']").fill("5")
+    block.locator("input[name='MaxRescheduling-comment']").fill("from the browser")
+    block.locator("button[type=submit]").click()
+    page.page.wait_for_selector("text=MaxRescheduling is now 5.")
+    block = page.page.locator("#param-MaxRescheduling")
+    assert block.locator(".pvalue").inner_text() == "5"
+    block.locator("summary").click()
+    assert "from the browser" in block.inner_text()
+    gdpconfig.invalidate()
+    assert gdpconfig.get("MaxRescheduling") == 5
+    block.locator("input[name='MaxRescheduling-value']").fill("lots")
+    block.locator("button[type=submit]").click()
+    page.page.wait_for_selector("#param-MaxRescheduling .error")
+    assert "expected an integer" in page.page.locator("#param-MaxRescheduling .error").inner_text()
+    page.screenshot("config-error")
+
+
+def test_staff_edit_a_jobshare_in_the_admin_and_the_shares_page_shows_it(page, grid):
+    from shares.models import GridGroup
+
+    group = GridGroup.objects.get(name="lhcb_mc")
+    page.login("admin", demo.ADMIN_PASSWORD)
+    page.goto(f"/admin/shares/gridgroup/{group.pk}/change/")
+    page.page.fill("#id_job_share", "650")
+    page.page.click("input[name=_save]")
+    page.page.wait_for_selector("text=was changed successfully")
+    page.goto("/shares/")
+    row = page.page.locator("tr", has_text="lhcb_mc")
+    assert "650" in row.inner_text()

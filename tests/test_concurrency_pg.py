@@ -1,0 +1,133 @@
+"""Concurrency on PostgreSQL with several processes: no job lost, none in two TaskQueues, one
+TaskQueue per definition, one cycle run at a time. Skipped on SQLite, whose writes are serialised."""
+
+import multiprocessing
+
+import pytest
+from django.db import connection, connections
+
+pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
+
+ctx = multiprocessing.get_context("fork")
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_only():
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
+
+
+def _run_processes(target, args_list):
+    connections.close_all()  # children must open their own connections
+    procs = [ctx.Process(target=target, args=args) for args in args_list]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    codes = [p.exitcode for p in procs]
+    assert codes == [0] * len(procs), f"a worker process failed: exit codes {codes}"
+
+
+def _submit_many(username, n, barrier, spec):
+    try:
+        from matcher import services
+        from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
+        from shares.models import User
+
+        user = User.objects.get(username=username)
+        barrier.wait(30)
+        for _ in range(n):
+            s = JobSubmitSerializer(data=spec, context={"submission": SubmissionContext(user)})
+            s.is_valid(raise_exception=True)
+            services.submit_jobs(user, [s.validated_data])
+    finally:
+        connections.close_all()
+
+
+def _kill_all_waiting(username, rounds, barrier):
+    try:
+        from matcher import services
+        from matcher.models import Job
+        from shares.models import User
+
+        user = User.objects.get(username=username)
+        barrier.wait(30)
+        for _ in range(rounds):
+            for pk in Job.objects.filter(owner=user, status="activated").values_list("pk", flat=True):
+                try:
+                    services.kill_job(pk, user)
+                except services.JobActionError:
+                    pass  # another killer was faster
+    finally:
+        connections.close_all()
+
+
+def test_concurrent_submissions_of_one_new_definition_make_one_taskqueue(users):
+    from matcher.models import Job, TaskQueue, TaskQueueJob
+
+    spec = {"cpu_time": 4242, "sites": ["LCG.PIC.es", "LCG.CERN.ch"], "tags": ["GPU"]}
+    barrier = ctx.Barrier(4)
+    _run_processes(_submit_many, [("alice", 15, barrier, spec)] * 4)
+    assert Job.objects.count() == 60
+    assert TaskQueue.objects.count() == 1
+    tq = TaskQueue.objects.get()
+    assert TaskQueueJob.objects.filter(task_queue=tq).count() == 60
+    assert set(Job.objects.values_list("task_queue_id", flat=True)) == {tq.pk}
+
+
+def test_kills_emptying_a_taskqueue_while_others_submit_lose_no_job(users):
+    from matcher.models import Job, TaskQueue, TaskQueueJob
+
+    spec = {"cpu_time": 100, "sites": ["LCG.CERN.ch"]}
+    barrier = ctx.Barrier(4)
+    _run_processes(
+        _submit_many_or_kill,
+        [("alice", spec, barrier, "submit"), ("alice", spec, barrier, "submit"),
+         ("alice", spec, barrier, "kill"), ("alice", spec, barrier, "kill")],
+    )
+    waiting = Job.objects.filter(status="activated")
+    members = dict(TaskQueueJob.objects.values_list("job_id", "task_queue_id"))
+    # Every waiting job is in exactly one existing TaskQueue, the one it records.
+    assert set(members) == set(waiting.values_list("pk", flat=True))
+    for job in waiting:
+        assert members[job.pk] == job.task_queue_id
+        assert TaskQueue.objects.filter(pk=job.task_queue_id).exists()
+    assert Job.objects.count() == 2 * 25
+    # No job in any other state kept a membership.
+    assert not TaskQueueJob.objects.exclude(job__status="activated").exists()
+
+
+def _submit_many_or_kill(username, spec, barrier, role):
+    if role == "submit":
+        _submit_many(username, 25, barrier, spec)
+    else:
+        _kill_all_waiting(username, 40, barrier)
+
+
+def _hold_cycle_lock(kind, ready, release):
+    try:
+        from config.cycles import _advisory_key
+
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_lock(%s)", [_advisory_key(kind)])
+            ready.set()
+            release.wait(60)
+    finally:
+        connections.close_all()
+
+
+def test_a_cycle_whose_lock_is_held_by_another_process_is_skipped(db):
+    from config.cycles import run_cycle
+
+    ready, release = ctx.Event(), ctx.Event()
+    connections.close_all()
+    holder = ctx.Process(target=_hold_cycle_lock, args=("taskqueue_cleanup", ready, release))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        run = run_cycle("taskqueue_cleanup")
+        assert run.status == "skipped"
+    finally:
+        release.set()
+        holder.join(30)
+    assert run_cycle("taskqueue_cleanup").status == "success"
