@@ -13,10 +13,9 @@ STATUS_COLOURS = {
 }
 
 
-def _layout(fig: go.Figure, title: str) -> go.Figure:
-    # The card around the chart carries the heading; the title stays for exported images.
+def _layout(fig: go.Figure) -> go.Figure:
+    # No plot title: the card around the chart carries the heading.
     fig.update_layout(
-        title={"text": title, "font": {"size": 1}},
         height=300,
         margin={"l": 50, "r": 20, "t": 10, "b": 40},
         paper_bgcolor="rgba(0,0,0,0)",
@@ -35,7 +34,7 @@ def jobs_by_status_figure(counts: dict[str, int]) -> go.Figure:
         )
     )
     fig.update_yaxes(title="jobs")
-    return _layout(fig, "Jobs by status")
+    return _layout(fig)
 
 
 def jobs_by_priority_figure(rows: list[dict]) -> go.Figure:
@@ -48,7 +47,7 @@ def jobs_by_priority_figure(rows: list[dict]) -> go.Figure:
     )
     fig.update_xaxes(title="UserPriority", dtick=1)
     fig.update_yaxes(title="waiting jobs")
-    return _layout(fig, "Waiting jobs by UserPriority")
+    return _layout(fig)
 
 
 def to_html(fig: go.Figure) -> str:

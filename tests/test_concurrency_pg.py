@@ -53,7 +53,9 @@ def _kill_all_waiting(username, rounds, barrier):
         user = User.objects.get(username=username)
         barrier.wait(30)
         for _ in range(rounds):
-            for pk in Job.objects.filter(owner=user, status="activated").values_list("pk", flat=True):
+            for pk in Job.objects.filter(owner=user, status="activated").values_list(
+                "pk", flat=True
+            ):
                 try:
                     services.kill_job(pk, user)
                 except services.JobActionError:
@@ -82,8 +84,12 @@ def test_kills_emptying_a_taskqueue_while_others_submit_lose_no_job(users):
     barrier = ctx.Barrier(4)
     _run_processes(
         _submit_many_or_kill,
-        [("alice", spec, barrier, "submit"), ("alice", spec, barrier, "submit"),
-         ("alice", spec, barrier, "kill"), ("alice", spec, barrier, "kill")],
+        [
+            ("alice", spec, barrier, "submit"),
+            ("alice", spec, barrier, "submit"),
+            ("alice", spec, barrier, "kill"),
+            ("alice", spec, barrier, "kill"),
+        ],
     )
     waiting = Job.objects.filter(status="activated")
     members = dict(TaskQueueJob.objects.values_list("job_id", "task_queue_id"))

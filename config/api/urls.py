@@ -1,5 +1,7 @@
 """/api/v1/: one router for the routes every app declares in its api/urls.py."""
 
+from django.urls import path
+from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from config.api import views as api_views
@@ -16,4 +18,7 @@ routes = [
 router = DefaultRouter()
 for prefix, viewset, basename in routes:
     router.register(prefix, viewset, basename=basename)
-urlpatterns = router.urls
+urlpatterns = [
+    path("auth/token/", obtain_auth_token, name="api-token"),
+    *router.urls,
+]

@@ -119,3 +119,16 @@ def test_a_token_authenticates_an_api_client(client, users):
     )
     assert r.status_code == 201, r.content
     assert Job.objects.get().owner == users["bob"]
+
+
+def test_the_readme_example_gets_a_token_and_submits_a_job(client, users):
+    r = client.post("/api/v1/auth/token/", {"username": "alice", "password": "gridwms"})
+    assert r.status_code == 200
+    token = r.json()["token"]
+    r = client.post(
+        URL,
+        data='{"cpu_time": 3600, "sites": ["LCG.CERN.ch"], "user_priority": 3}',
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {token}",
+    )
+    assert r.status_code == 201 and r.json()["status"] == "activated"

@@ -55,9 +55,11 @@ class WatchedPage:
         page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
         page.on(
             "response",
-            lambda r: r.status >= 400
-            and not getattr(self, "expect_error", False)
-            and self.problems.append(f"{r.status} {r.url}"),
+            lambda r: (
+                r.status >= 400
+                and not getattr(self, "expect_error", False)
+                and self.problems.append(f"{r.status} {r.url}")
+            ),
         )
 
     def goto(self, path):
