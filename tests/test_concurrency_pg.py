@@ -1,5 +1,5 @@
 """Concurrency on PostgreSQL with several processes: no job lost, none in two TaskQueues, one
-TaskQueue per definition, one cycle run at a time. Skipped on SQLite, whose writes are serialised."""
+TaskQueue per definition, one cycle run at a time. Skipped on SQLite (its writes are serialised)."""
 
 import multiprocessing
 
@@ -8,7 +8,17 @@ from django.db import connection, connections
 
 pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
 
-ctx = multiprocessing.get_context("fork")
+# spawn, not fork: a forked child would share the parent's open database sockets (the live
+# server's among them) and close them on exit. Each child sets Django up on its own.
+ctx = multiprocessing.get_context("spawn")
+
+
+def _child_django(db_name):
+    import django
+    from django.conf import settings
+
+    django.setup()
+    settings.DATABASES["default"]["NAME"] = db_name
 
 
 @pytest.fixture(autouse=True)
@@ -17,9 +27,12 @@ def _postgresql_only():
         pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
+def _db_name():
+    return connection.settings_dict["NAME"]
+
+
 def _run_processes(target, args_list):
-    connections.close_all()  # children must open their own connections
-    procs = [ctx.Process(target=target, args=args) for args in args_list]
+    procs = [ctx.Process(target=target, args=(_db_name(), *args)) for args in args_list]
     for p in procs:
         p.start()
     for p in procs:
@@ -28,14 +41,15 @@ def _run_processes(target, args_list):
     assert codes == [0] * len(procs), f"a worker process failed: exit codes {codes}"
 
 
-def _submit_many(username, n, barrier, spec):
+def _submit_many(db_name, username, n, barrier, spec):
+    _child_django(db_name)
     try:
         from matcher import services
         from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
         from shares.models import User
 
         user = User.objects.get(username=username)
-        barrier.wait(30)
+        barrier.wait(60)
         for _ in range(n):
             s = JobSubmitSerializer(data=spec, context={"submission": SubmissionContext(user)})
             s.is_valid(raise_exception=True)
@@ -44,14 +58,15 @@ def _submit_many(username, n, barrier, spec):
         connections.close_all()
 
 
-def _kill_all_waiting(username, rounds, barrier):
+def _kill_all_waiting(db_name, username, rounds, barrier):
+    _child_django(db_name)
     try:
         from matcher import services
         from matcher.models import Job
         from shares.models import User
 
         user = User.objects.get(username=username)
-        barrier.wait(30)
+        barrier.wait(60)
         for _ in range(rounds):
             for pk in Job.objects.filter(owner=user, status="activated").values_list(
                 "pk", flat=True
@@ -103,14 +118,15 @@ def test_kills_emptying_a_taskqueue_while_others_submit_lose_no_job(users):
     assert not TaskQueueJob.objects.exclude(job__status="activated").exists()
 
 
-def _submit_many_or_kill(username, spec, barrier, role):
+def _submit_many_or_kill(db_name, username, spec, barrier, role):
     if role == "submit":
-        _submit_many(username, 25, barrier, spec)
+        _submit_many(db_name, username, 25, barrier, spec)
     else:
-        _kill_all_waiting(username, 40, barrier)
+        _kill_all_waiting(db_name, username, 40, barrier)
 
 
-def _hold_cycle_lock(kind, ready, release):
+def _hold_cycle_lock(db_name, kind, ready, release):
+    _child_django(db_name)
     try:
         from config.cycles import _advisory_key
 
@@ -126,11 +142,12 @@ def test_a_cycle_whose_lock_is_held_by_another_process_is_skipped(db):
     from config.cycles import run_cycle
 
     ready, release = ctx.Event(), ctx.Event()
-    connections.close_all()
-    holder = ctx.Process(target=_hold_cycle_lock, args=("taskqueue_cleanup", ready, release))
+    holder = ctx.Process(
+        target=_hold_cycle_lock, args=(_db_name(), "taskqueue_cleanup", ready, release)
+    )
     holder.start()
     try:
-        assert ready.wait(30)
+        assert ready.wait(60)
         run = run_cycle("taskqueue_cleanup")
         assert run.status == "skipped"
     finally:
