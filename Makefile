@@ -25,13 +25,10 @@ install: $(BIN)/.installed
 # the web server together; Ctrl-C stops both.
 run: $(BIN)/.installed
 	$(BIN)/python manage.py migrate --no-input -v0
-	$(BIN)/python manage.py createcachetable
 	$(BIN)/python manage.py demo --if-empty
 	$(BIN)/python manage.py setup_schedules
 	@echo "gridwms on http://$(HOST):$(PORT)/  (admin / admin; users alice, bob, carol, dave, erin / gridwms)"
-	@trap 'kill 0' INT TERM EXIT; \
-	  $(BIN)/python manage.py qcluster & \
-	  $(BIN)/python manage.py runserver --noreload $(HOST):$(PORT)
+	HOST=$(HOST) PORT=$(PORT) bash scripts/run.sh
 
 worker: $(BIN)/.installed
 	$(BIN)/python manage.py qcluster
