@@ -9,7 +9,10 @@ from config import clock, gdpconfig
 @pytest.fixture(autouse=True)
 def _fresh_process_state():
     """Each test starts with no cached parameter values and the real clock."""
+    from matcher import match
+
     gdpconfig.invalidate()
+    match.invalidate_cache()
     clock.reset()
     yield
     gdpconfig.invalidate()

@@ -9,3 +9,8 @@ class StaffWriteOrReadOnly(BasePermission):
         if not (user and user.is_authenticated):
             return False
         return request.method in SAFE_METHODS or user.is_staff
+
+
+class StaffOnly(BasePermission):
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_staff)

@@ -6,4 +6,4 @@ class MatcherConfig(AppConfig):
     verbose_name = "Jobs, TaskQueues and matching"
 
     def ready(self) -> None:
-        from matcher import services  # noqa: F401  (registers the matcher's cycles)
+        from matcher import params, services  # noqa: F401  (registers parameters and cycles)

@@ -53,3 +53,31 @@ class JDLForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
         help_text='DIRAC JDL in ClassAd syntax, e.g. CPUTime = 3600; Site = {"LCG.CERN.ch"};',
     )
+
+
+class ResourceForm(forms.Form):
+    """A resource description as a pilot would present it (the match page)."""
+
+    site = forms.ChoiceField(help_text='"any" matches every site restriction')
+    grid_ce = forms.ChoiceField(label="Grid CE", required=False)
+    setup = forms.CharField(required=False, help_text="Default: DefaultSetup.")
+    cpu_time = forms.IntegerField(label="CPU time (s)", min_value=0, initial=86400)
+    platform = forms.CharField(required=False, help_text=LIST_HELP)
+    tag = forms.CharField(required=False, help_text=LIST_HELP)
+    pilot_type = forms.CharField(required=False)
+    owner_group = forms.CharField(required=False, help_text="A private pilot's group")
+    owner_dn = forms.CharField(label="Owner DN", required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        sites = list(Site.objects.values_list("name", flat=True))
+        self.fields["site"].choices = [("any", "any"), *[(s, s) for s in sites]]
+        ces = list(ComputingElement.objects.values_list("name", flat=True))
+        self.fields["grid_ce"].choices = [("", "—"), ("any", "any"), *[(c, c) for c in ces]]
+
+    def payload(self) -> dict:
+        data = {k: v for k, v in self.cleaned_data.items() if v not in ("", None)}
+        for key in ("platform", "tag"):
+            if key in data:
+                data[key] = _split(data[key])
+        return data

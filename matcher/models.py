@@ -114,6 +114,13 @@ class Job(models.Model):
         related_name="+",
     )
     site = models.CharField(max_length=128, blank=True, help_text="where it was matched / ran")
+    # db_default: bulk loads (COPY) name only the columns a waiting job needs.
+    grid_ce = models.CharField(
+        "Grid CE", max_length=128, blank=True, default="", db_default="", help_text="where matched"
+    )
+    pilot_reference = models.CharField(
+        max_length=255, blank=True, default="", db_default="", help_text="the pilot it went to"
+    )
     jdl = models.TextField(blank=True)
     reschedule_count = models.PositiveSmallIntegerField(default=0)
     created = models.DateTimeField()
@@ -224,3 +231,23 @@ class TaskQueueJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} in {self.task_queue_id}"
+
+
+class TaskQueuePriorityCount(models.Model):
+    """How many jobs wait in a TaskQueue at each UserPriority: the matcher draws the winning
+    priority from these counts, so a match costs as many rows as there are distinct priorities,
+    not as many as there are waiting jobs. Kept in the same transactions as the membership."""
+
+    task_queue = models.ForeignKey(TaskQueue, on_delete=models.CASCADE, related_name="counts")
+    user_priority = models.PositiveSmallIntegerField()
+    jobs = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task_queue", "user_priority"], name="tq_priority_count_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"TQ {self.task_queue_id} p{self.user_priority}: {self.jobs}"

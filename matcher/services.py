@@ -7,10 +7,11 @@ else writes jobs or TaskQueue membership.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from django.db import IntegrityError, OperationalError, transaction
-from django.db.models import Exists, OuterRef
+from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.models import Count, Exists, OuterRef
 
 from config import clock, gdpconfig
 from config.cycles import cycle
@@ -23,6 +24,7 @@ from matcher.models import (
     JobStatusHistory,
     TaskQueue,
     TaskQueueJob,
+    TaskQueuePriorityCount,
 )
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,29 @@ def taskqueues_for(definitions: Sequence[dict]) -> list[TaskQueue]:
         )
         found.update({tq.key: tq for tq in TaskQueue.objects.filter(key__in=missing)})
     return [found[taskqueues.definition_key(d)] for d in definitions]
+
+
+def add_to_counts(deltas: Counter) -> None:
+    """Apply {(task_queue_id, user_priority): +-n} to the per-priority counts. Call inside the
+    transaction that changed the membership. Rows are touched in one order, so concurrent
+    submissions never deadlock on them."""
+    table = TaskQueuePriorityCount._meta.db_table
+    ups = [(tq, p, n) for (tq, p), n in sorted(deltas.items()) if n > 0]
+    downs = [(tq, p, n) for (tq, p), n in sorted(deltas.items()) if n < 0]
+    with connection.cursor() as cur:
+        if ups:
+            cur.executemany(
+                f"INSERT INTO {table} (task_queue_id, user_priority, jobs) VALUES (%s, %s, %s) "
+                "ON CONFLICT (task_queue_id, user_priority) "
+                f"DO UPDATE SET jobs = {table}.jobs + excluded.jobs",
+                ups,
+            )
+        for tq, p, n in downs:
+            cur.execute(
+                f"UPDATE {table} SET jobs = jobs + %s "
+                "WHERE task_queue_id = %s AND user_priority = %s",
+                [n, tq, p],
+            )
 
 
 def job_definition(job: Job, segments: Sequence[int]) -> dict:
@@ -112,6 +137,7 @@ def submit_jobs(owner, specs: Sequence[dict]) -> list[Job]:
                 ],
                 batch_size=2000,
             )
+            add_to_counts(Counter((j.task_queue_id, j.user_priority) for j in jobs))
             JobStatusHistory.objects.bulk_create(
                 [
                     JobStatusHistory(
@@ -176,6 +202,19 @@ def can_act_on(user, job: Job) -> bool:
     return job.owner_group.job_sharing and user.grid_groups.filter(pk=job.owner_group_id).exists()
 
 
+def _leave_taskqueue(job: Job) -> int:
+    """Remove a locked job from its TaskQueue's membership and counts; returns 1 if it was in."""
+    member = TaskQueueJob.objects.filter(job_id=job.pk).values_list(
+        "task_queue_id", "user_priority"
+    )
+    rows = list(member)
+    if not rows:
+        return 0
+    TaskQueueJob.objects.filter(job_id=job.pk).delete()
+    add_to_counts(Counter({rows[0]: -1}))
+    return 1
+
+
 def kill_job(job_id: int, user, reason: str = "") -> Job:
     with transaction.atomic():
         job = (
@@ -183,11 +222,19 @@ def kill_job(job_id: int, user, reason: str = "") -> Job:
         )
         if job.status in FINAL_STATES:
             raise JobActionError(f"job {job_id} is already {job.status}")
-        left = TaskQueueJob.objects.filter(job_id=job_id).delete()[0]
+        left = _leave_taskqueue(job)
         _change_status(job, JobStatus.CANCELLED, reason or f"killed by {user.get_username()}")
     if left and job.task_queue_id:
         drop_empty_taskqueues([job.task_queue_id])
     return job
+
+
+def _join_taskqueue(job: Job, segments) -> TaskQueue:
+    [tq] = taskqueues_for([job_definition(job, segments)])
+    TaskQueueJob.objects.create(job=job, task_queue=tq, user_priority=job.user_priority)
+    add_to_counts(Counter({(tq.pk, job.user_priority): 1}))
+    job.task_queue = tq
+    return tq
 
 
 def reschedule_job(job_id: int, user) -> Job:
@@ -211,15 +258,17 @@ def reschedule_job(job_id: int, user) -> Job:
                     f"(MaxRescheduling = {limit})"
                 )
             old_tq = job.task_queue_id
-            TaskQueueJob.objects.filter(job_id=job_id).delete()
-            [tq] = taskqueues_for([job_definition(job, gdpconfig.get("CPUSegments"))])
-            TaskQueueJob.objects.create(job=job, task_queue=tq, user_priority=job.user_priority)
+            _leave_taskqueue(job)
+            _join_taskqueue(job, gdpconfig.get("CPUSegments"))
+            tq = job.task_queue
             _change_status(
                 job,
                 JobStatus.ACTIVATED,
                 f"rescheduled by {user.get_username()}; joined TaskQueue {tq.pk}",
                 task_queue=tq,
                 site="",
+                grid_ce="",
+                pilot_reference="",
                 reschedule_count=job.reschedule_count + 1,
             )
             return job
@@ -230,10 +279,55 @@ def reschedule_job(job_id: int, user) -> Job:
     return job
 
 
+def repair_counts() -> int:
+    """Make the per-priority counts equal to the membership again; returns TaskQueues fixed.
+
+    Mismatches are found without locks, then each suspect TaskQueue is recounted with its count
+    rows locked, so claims and submissions running meanwhile are neither lost nor counted twice.
+    """
+    actual = Counter(
+        {
+            (r["task_queue_id"], r["user_priority"]): r["n"]
+            for r in TaskQueueJob.objects.order_by()
+            .values("task_queue_id", "user_priority")
+            .annotate(n=Count("*"))
+        }
+    )
+    stored = Counter(
+        {
+            (tq, p): n
+            for tq, p, n in TaskQueuePriorityCount.objects.values_list(
+                "task_queue_id", "user_priority", "jobs"
+            )
+        }
+    )
+    suspects = {key[0] for key in set(actual) | set(stored) if actual[key] != stored[key]}
+    for tq in sorted(suspects):
+        with transaction.atomic():
+            rows = {
+                c.user_priority: c
+                for c in TaskQueuePriorityCount.objects.select_for_update().filter(task_queue_id=tq)
+            }
+            real = dict(
+                TaskQueueJob.objects.filter(task_queue_id=tq)
+                .order_by()
+                .values_list("user_priority")
+                .annotate(n=Count("*"))
+            )
+            for p, row in rows.items():
+                if row.jobs != real.get(p, 0):
+                    TaskQueuePriorityCount.objects.filter(pk=row.pk).update(jobs=real.get(p, 0))
+            missing = {p: n for p, n in real.items() if p not in rows}
+            if missing and TaskQueue.objects.filter(pk=tq).exists():
+                add_to_counts(Counter({(tq, p): n for p, n in missing.items()}))
+    return len(suspects)
+
+
 @cycle("taskqueue_cleanup")
 def taskqueue_cleanup() -> dict:
-    """Repair what a crash could leave: activated jobs outside any TaskQueue are enqueued again,
-    memberships of jobs no longer waiting are removed, and empty TaskQueues are dropped."""
+    """Repair what a crash or a bug could leave: activated jobs outside any TaskQueue are
+    enqueued again, memberships of jobs no longer waiting are removed, per-priority counts are
+    made exact, and empty TaskQueues are dropped."""
     member = TaskQueueJob.objects.filter(job_id=OuterRef("pk"))
     orphans = list(
         Job.objects.filter(status=JobStatus.ACTIVATED)
@@ -246,12 +340,12 @@ def taskqueue_cleanup() -> dict:
             job = Job.objects.select_for_update().get(pk=pk)
             if job.status != JobStatus.ACTIVATED or TaskQueueJob.objects.filter(job_id=pk).exists():
                 continue
-            [tq] = taskqueues_for([job_definition(job, segments)])
-            TaskQueueJob.objects.create(job=job, task_queue=tq, user_priority=job.user_priority)
+            tq = _join_taskqueue(job, segments)
             Job.objects.filter(pk=pk).update(task_queue=tq)
     stray = TaskQueueJob.objects.exclude(job__status=JobStatus.ACTIVATED)
     stray_tqs = set(stray.values_list("task_queue_id", flat=True))
     removed_members = stray.delete()[0] if stray_tqs else 0
+    fixed = repair_counts()
     empty = TaskQueue.objects.filter(
         ~Exists(TaskQueueJob.objects.filter(task_queue=OuterRef("pk")))
     )
@@ -259,5 +353,6 @@ def taskqueue_cleanup() -> dict:
     return {
         "reenqueued_jobs": len(orphans),
         "removed_memberships": removed_members,
+        "repaired_counts": fixed,
         "dropped_taskqueues": len(dropped),
     }

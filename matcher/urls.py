@@ -11,5 +11,6 @@ urlpatterns = [
     path("jobs/<int:pk>/reschedule/", views.job_reschedule, name="job-reschedule"),
     path("taskqueues/", views.taskqueue_list, name="taskqueue-list"),
     path("taskqueues/<int:pk>/", views.taskqueue_detail, name="taskqueue-detail"),
+    path("taskqueues/match/", views.match_resource, name="match-resource"),
     path("sites/", views.site_list, name="site-list"),
 ]

@@ -3,13 +3,16 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from rest_framework.exceptions import ValidationError
 
+from config.decorators import staff_required
 from config.models import CycleRun
 from config.paging import paginate
-from matcher import charts, selectors, services
+from matcher import charts, match, selectors, services
+from matcher.api.resources import ResourceDescriptionSerializer
 from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
-from matcher.forms import JDLForm, JobSubmitForm
+from matcher.forms import JDLForm, JobSubmitForm, ResourceForm
 from matcher.jdl import JDLError, parse_jdl
 from matcher.models import ComputingElement, Job, Site
 
@@ -48,6 +51,7 @@ def job_detail(request, pk):
         .filter(pk=job.task_queue_id)
         .first(),
         "can_act": services.can_act_on(request.user, job),
+        "analysis": match.analyse_job(job),
     }
     return render(request, "matcher/job_detail.html", context)
 
@@ -155,3 +159,25 @@ def site_list(request):
         "matcher/site_list.html",
         {"sites": sites, "ce_count": ComputingElement.objects.count()},
     )
+
+
+@staff_required
+def match_resource(request):
+    """What would this pilot run? The matching TaskQueues in draw order, with probabilities."""
+    form = ResourceForm(request.GET or None)
+    rows = None
+    if form.is_valid():
+        body = ResourceDescriptionSerializer(data=form.payload())
+        if body.is_valid():
+            try:
+                rows = match.taskqueue_draw_table(body.resource(request.user))
+            except ValidationError as exc:
+                for key, errs in exc.detail.items():
+                    form.add_error(key if key in form.fields else None, errs)
+        else:
+            for key, errs in body.errors.items():
+                form.add_error(key if key in form.fields else None, errs)
+    from config import gdpconfig
+
+    context = {"form": form, "rows": rows, "mode": gdpconfig.get("MatchDrawMode")}
+    return render(request, "matcher/match_resource.html", context)

@@ -2,7 +2,8 @@ from matcher.api import views
 
 routes = [
     ("jobs", views.JobViewSet, "job"),
-    ("taskqueues", views.TaskQueueViewSet, "taskqueue"),
+    ("task-queues", views.TaskQueueViewSet, "taskqueue"),
+    ("match", views.MatchViewSet, "match"),
     ("sites", views.SiteViewSet, "site"),
     ("computing-elements", views.ComputingElementViewSet, "computingelement"),
 ]

@@ -5,8 +5,9 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from config.permissions import StaffWriteOrReadOnly
-from matcher import selectors, services
+from config.permissions import StaffOnly, StaffWriteOrReadOnly
+from matcher import match, selectors, services
+from matcher.api import resources as r
 from matcher.api import serializers as s
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
 from matcher.models import ComputingElement, Job, Site, TaskQueue
@@ -64,6 +65,14 @@ class JobViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def kill(self, request, pk=None):
         return self._act(request, pk, services.kill_job)
 
+    @extend_schema(responses=r.JobAnalysisSerializer)
+    @action(detail=True, methods=["get"])
+    def analysis(self, request, pk=None):
+        """Why is this job not running? For a waiting job: every active CE, whether its pilots
+        could take the job's TaskQueue, and if not the first matching rule that fails."""
+        job = get_object_or_404(self.get_queryset(), pk=pk)
+        return Response(r.JobAnalysisSerializer(match.analyse_job(job)).data)
+
     @extend_schema(request=None, responses={200: s.JobDetailSerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])
     def reschedule(self, request, pk=None):
@@ -80,6 +89,42 @@ class TaskQueueViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return s.TaskQueueDetailSerializer if self.action == "retrieve" else s.TaskQueueSerializer
+
+    @extend_schema(
+        request=r.ResourceDescriptionSerializer,
+        responses={200: r.MatchingTaskQueueSerializer(many=True), 400: OpenApiResponse()},
+    )
+    @action(detail=False, methods=["post"], permission_classes=[StaffOnly])
+    def matching(self, request):
+        """What would this pilot run? The TaskQueues a resource description matches, in draw
+        order, with their priorities, waiting jobs and probability of being drawn (staff)."""
+        body = r.ResourceDescriptionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        rows = match.taskqueue_draw_table(body.resource(request.user))
+        return Response([r.MatchingTaskQueueSerializer.describe(row) for row in rows])
+
+
+class MatchViewSet(viewsets.ViewSet):
+    """A pilot asks for a job: 200 with exactly one job claimed for it, or 204 when none fits."""
+
+    serializer_class = r.ResourceDescriptionSerializer
+
+    @extend_schema(
+        request=r.ResourceDescriptionSerializer,
+        responses={
+            200: r.MatchedJobSerializer,
+            204: OpenApiResponse(description="no waiting job fits this resource"),
+            400: OpenApiResponse(description="bad resource description"),
+        },
+    )
+    def create(self, request):
+        body = r.ResourceDescriptionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        resource = body.resource(request.user)
+        found = match.match_job(resource, body.validated_data.get("pilot_reference", ""))
+        if found is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(r.MatchedJobSerializer.describe(found))
 
 
 class SiteViewSet(viewsets.ModelViewSet):

@@ -25,5 +25,10 @@ def test_cleanup_leaves_a_consistent_grid_untouched(submit):
     submit("alice", cpu_time=100)
     submit("bob", cpu_time=100)
     run = run_cycle("taskqueue_cleanup")
-    assert run.counts == {"reenqueued_jobs": 0, "removed_memberships": 0, "dropped_taskqueues": 0}
+    assert run.counts == {
+        "reenqueued_jobs": 0,
+        "removed_memberships": 0,
+        "repaired_counts": 0,
+        "dropped_taskqueues": 0,
+    }
     assert TaskQueueJob.objects.count() == 2

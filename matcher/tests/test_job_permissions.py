@@ -61,7 +61,7 @@ def test_staff_see_and_kill_every_job(api, users, submit):
 
 def test_taskqueues_are_visible_to_their_owner_and_staff_only(api, users, submit):
     job = submit("alice", cpu_time=100)
-    url = f"/api/v1/taskqueues/{job.task_queue_id}/"
+    url = f"/api/v1/task-queues/{job.task_queue_id}/"
     assert api(users["bob"]).get(url).status_code == 404
     r = api(users["alice"]).get(url)
     assert r.status_code == 200

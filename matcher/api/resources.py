@@ -1,0 +1,198 @@
+"""The resource description a pilot presents, validated into a matching.Resource."""
+
+from rest_framework import serializers
+
+from config import gdpconfig
+from config.api.fields import (
+    RejectUnknownFieldsMixin,
+    StrictCharField,
+    StrictIntegerField,
+    StrictStringListField,
+)
+from matcher import matching
+from matcher.models import ComputingElement, Site
+from shares.models import GridGroup, User
+
+
+class StringOrListField(serializers.Field):
+    """A string or a list of strings (a resource may offer several platforms)."""
+
+    default_error_messages = {"invalid": "Must be a string or a list of strings."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            data = [data]
+        if not isinstance(data, list) or not all(isinstance(v, str) and v.strip() for v in data):
+            self.fail("invalid")
+        return [v.strip() for v in data]
+
+    def to_representation(self, value):
+        return value
+
+
+class ResourceDescriptionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    site = StrictCharField(max_length=128, help_text='The pilot\'s site, or "any".')
+    grid_ce = StrictCharField(max_length=128, required=False, help_text="The pilot's CE.")
+    setup = StrictCharField(max_length=64, required=False, help_text="Default: DefaultSetup.")
+    cpu_time = StrictIntegerField(min_value=0, help_text="CPU seconds the pilot can offer.")
+    platform = StringOrListField(required=False, help_text="A platform or a list of them.")
+    tag = StrictStringListField(help_text="Tags the resource offers.")
+    pilot_type = StrictCharField(max_length=32, required=False)
+    owner_dn = StrictCharField(max_length=255, required=False, help_text="Private pilots.")
+    owner_group = StrictCharField(max_length=64, required=False, help_text="Private pilots.")
+    pilot_reference = StrictCharField(
+        max_length=255, required=False, allow_blank=True, help_text="The pilot's own reference."
+    )
+
+    def validate_site(self, value):
+        if not matching.is_any(value) and not Site.objects.filter(name=value).exists():
+            raise serializers.ValidationError(f"Unknown site {value}.")
+        return value
+
+    def validate(self, attrs):
+        ce = attrs.get("grid_ce")
+        if ce and not matching.is_any(ce):
+            found = ComputingElement.objects.filter(name=ce).select_related("site").first()
+            if found is None:
+                raise serializers.ValidationError({"grid_ce": [f"Unknown CE {ce}."]})
+            if not matching.is_any(attrs["site"]) and found.site.name != attrs["site"]:
+                raise serializers.ValidationError(
+                    {"grid_ce": [f"CE {ce} belongs to {found.site.name}, not {attrs['site']}."]}
+                )
+        attrs.setdefault("setup", gdpconfig.get("DefaultSetup"))
+        return attrs
+
+    def resource(self, user) -> matching.Resource:
+        """The validated description as the matcher sees it, with the credential's rules: a
+        generic-pilot credential (or staff) takes any non-private TaskQueue, optionally narrowed
+        to an owner group / DN; any other credential is a private pilot of its own user."""
+        a = self.validated_data
+        groups = {g.name: g for g in user.grid_groups.all()}
+        generic = user.is_staff or any(g.generic_pilot for g in groups.values())
+        owner_id = group_id = None
+        private = False
+        if generic:
+            if "owner_group" in a:
+                group = GridGroup.objects.filter(name=a["owner_group"]).first()
+                if group is None:
+                    raise serializers.ValidationError({"owner_group": ["Unknown group."]})
+                group_id, private = group.pk, True
+            if "owner_dn" in a:
+                owner = User.objects.filter(dn=a["owner_dn"]).first()
+                if owner is None:
+                    raise serializers.ValidationError({"owner_dn": ["Unknown DN."]})
+                owner_id, private = owner.pk, True
+                if group_id is None:
+                    raise serializers.ValidationError({"owner_group": ["Required with owner_dn."]})
+        else:
+            name = a.get("owner_group") or (next(iter(groups)) if len(groups) == 1 else None)
+            if name is None:
+                raise serializers.ValidationError(
+                    {"owner_group": ["Required: your credential belongs to several groups."]}
+                )
+            if name not in groups:
+                raise serializers.ValidationError(
+                    {"owner_group": [f"Your credential is not in group {name}."]}
+                )
+            if "owner_dn" in a and a["owner_dn"] != user.dn:
+                raise serializers.ValidationError(
+                    {"owner_dn": ["A private pilot runs only its own credential's jobs."]}
+                )
+            owner_id, group_id, private = user.pk, groups[name].pk, True
+        return matching.Resource(
+            site=a["site"],
+            grid_ce=a.get("grid_ce"),
+            setup=a["setup"],
+            cpu_time=a["cpu_time"],
+            platforms=frozenset(a.get("platform", [])),
+            tags=frozenset(a.get("tag", [])),
+            pilot_type=a.get("pilot_type"),
+            owner_id=owner_id,
+            owner_group_id=group_id,
+            private=private,
+        )
+
+
+class MatchedJobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    owner = serializers.CharField()
+    owner_dn = serializers.CharField(allow_null=True)
+    owner_group = serializers.CharField()
+    setup = serializers.CharField()
+    cpu_time = serializers.IntegerField()
+    user_priority = serializers.IntegerField()
+    requirements = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    task_queue = serializers.IntegerField()
+    site = serializers.CharField()
+    grid_ce = serializers.CharField()
+
+    @staticmethod
+    def describe(match) -> dict:
+        job = match.job
+        return {
+            "id": job.pk,
+            "name": job.name,
+            "owner": job.owner.get_username(),
+            "owner_dn": job.owner.dn,
+            "owner_group": job.owner_group.name,
+            "setup": job.setup,
+            "cpu_time": job.cpu_time,
+            "user_priority": job.user_priority,
+            "requirements": job.requirements(),
+            "task_queue": match.task_queue_id,
+            "site": job.site,
+            "grid_ce": job.grid_ce,
+        }
+
+
+class MatchingTaskQueueSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    owner = serializers.CharField()
+    owner_group = serializers.CharField()
+    setup = serializers.CharField()
+    cpu_time = serializers.IntegerField()
+    definition = serializers.DictField()
+    priority = serializers.FloatField()
+    waiting_jobs = serializers.IntegerField()
+    probability = serializers.FloatField()
+    fallback = serializers.BooleanField()
+
+    @staticmethod
+    def describe(row) -> dict:
+        tq = row["tq"]
+        return {
+            "id": tq.id,
+            "owner": tq.owner_name,
+            "owner_group": tq.group_name,
+            "setup": tq.setup,
+            "cpu_time": tq.cpu_time,
+            "definition": {
+                "sites": sorted(tq.sites),
+                "banned_sites": sorted(tq.banned_sites),
+                "grid_ces": sorted(tq.grid_ces),
+                "platforms": sorted(tq.platforms),
+                "pilot_types": sorted(tq.pilot_types),
+                "tags": sorted(tq.tags),
+            },
+            "priority": tq.priority,
+            "waiting_jobs": row["waiting_jobs"],
+            "probability": row["probability"],
+            "fallback": row["fallback"],
+        }
+
+
+class AnalysisRowSerializer(serializers.Serializer):
+    site = serializers.CharField()
+    ce = serializers.CharField()
+    matches = serializers.BooleanField()
+    rule = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class JobAnalysisSerializer(serializers.Serializer):
+    waiting = serializers.BooleanField()
+    status = serializers.CharField()
+    task_queue = serializers.IntegerField(allow_null=True)
+    matching_ces = serializers.IntegerField(required=False)
+    ces = AnalysisRowSerializer(many=True)

@@ -1,0 +1,288 @@
+"""Matching a pilot to one job: the DIRAC Matcher over our TaskQueues.
+
+1. The TaskQueues the resource may take (pure rules in matching.py, evaluated against a
+   per-process cache of TaskQueue definitions that is re-read when TaskQueues appear, vanish
+   or change priority).
+2. Those with the highest CPU segment; one drawn by priority (MatchDrawMode).
+3. Inside it, the winning UserPriority drawn from the per-priority counts, then the ten lowest
+   JobIDs at that priority not locked by another matcher, in random order; the first is claimed.
+4. The claim is one transaction: the membership row is deleted (it must have been there), the
+   job moves activated -> sent with the pilot, site and CE, its history and the count follow.
+   A claim that loses a race moves on to the next candidate, priority, TaskQueue or segment.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, Q, Sum
+
+from config import clock, gdpconfig
+from matcher import matching
+from matcher.models import (
+    Job,
+    JobStatus,
+    JobStatusHistory,
+    TaskQueue,
+    TaskQueueJob,
+    TaskQueuePriorityCount,
+)
+from matcher.services import add_to_counts, drop_empty_taskqueues
+
+CANDIDATE_JOBS = 10  # the seed's "get the first ten and order them in random order"
+
+_rng = random.Random()
+_lock = threading.Lock()
+_cache: dict = {"marker": None, "tqs": [], "memo": {}}
+MEMO_LIMIT = 4096
+# How long a matcher trusts its TaskQueue cache before asking whether anything changed: a new
+# TaskQueue waits at most this long to be matched; a vanished one is skipped (it has no count).
+REFRESH_SECONDS = 0.0 if getattr(settings, "TESTING", False) else 1.0
+
+
+@dataclass
+class Match:
+    job: Job
+    task_queue_id: int
+
+
+def _marker() -> tuple:
+    """Changes whenever a TaskQueue appears or vanishes, a priority changes, or a group's
+    JobSharing property flips (which changes what private pilots may take)."""
+    agg = TaskQueue.objects.aggregate(
+        n=Count("id"),
+        top=Max("id"),
+        prio=Sum("priority"),
+        sharing=Sum("id", filter=Q(owner_group__job_sharing=True)),
+    )
+    return (agg["n"], agg["top"], agg["prio"], agg["sharing"])
+
+
+def _load_taskqueues() -> list[matching.TQ]:
+    rows = TaskQueue.objects.select_related("owner", "owner_group").order_by("id")
+    return [
+        matching.TQ(
+            id=tq.pk,
+            owner_id=tq.owner_id,
+            owner_group_id=tq.owner_group_id,
+            job_sharing=tq.owner_group.job_sharing,
+            setup=tq.setup,
+            cpu_time=tq.cpu_time,
+            priority=tq.priority,
+            sites=frozenset(tq.sites),
+            banned_sites=frozenset(tq.banned_sites),
+            grid_ces=frozenset(tq.grid_ces),
+            platforms=frozenset(tq.platforms),
+            pilot_types=frozenset(tq.pilot_types),
+            tags=frozenset(tq.tags),
+            owner_name=tq.owner.get_username(),
+            group_name=tq.owner_group.name,
+        )
+        for tq in rows
+    ]
+
+
+def taskqueue_definitions() -> list[matching.TQ]:
+    """Every TaskQueue as the matcher sees it, from the cache while nothing changed."""
+    now = time.monotonic()
+    with _lock:
+        if _cache["marker"] is not None and now - _cache.get("checked", 0.0) < REFRESH_SECONDS:
+            return _cache["tqs"]
+    marker = _marker()
+    with _lock:
+        if marker != _cache["marker"]:
+            _cache.update(marker=marker, tqs=_load_taskqueues(), memo={})
+        _cache["checked"] = now
+        return _cache["tqs"]
+
+
+def invalidate_cache() -> None:
+    with _lock:
+        _cache.update(marker=None, tqs=[], memo={}, checked=0.0)
+
+
+def matching_taskqueues(resource: matching.Resource) -> list[matching.TQ]:
+    tqs = taskqueue_definitions()
+    with _lock:
+        found = _cache["memo"].get(resource)
+        if found is None:
+            found = matching.matching(tqs, resource)
+            if len(_cache["memo"]) >= MEMO_LIMIT:
+                _cache["memo"].clear()
+            _cache["memo"][resource] = found
+        return found
+
+
+def _priority_counts(tq_id: int) -> dict[int, int]:
+    return dict(
+        TaskQueuePriorityCount.objects.filter(task_queue_id=tq_id, jobs__gt=0).values_list(
+            "user_priority", "jobs"
+        )
+    )
+
+
+def _claim(tq_id: int, priority: int, resource, pilot_reference, rng) -> Job | None:
+    """Claim one of the ten lowest free JobIDs at this priority; None if there is none."""
+    now = clock.now()
+    with transaction.atomic():
+        # SKIP LOCKED (PostgreSQL): rows another matcher is claiming are not candidates, so
+        # matchers never wait for each other. SQLite serialises the whole transaction instead.
+        candidates = list(
+            TaskQueueJob.objects.select_for_update(skip_locked=True)
+            .filter(task_queue_id=tq_id, user_priority=priority)
+            .order_by("job_id")
+            .values_list("job_id", flat=True)[:CANDIDATE_JOBS]
+        )
+        rng.shuffle(candidates)
+        for job_id in candidates:
+            if TaskQueueJob.objects.filter(job_id=job_id).delete()[0] != 1:
+                continue  # taken meanwhile
+            add_to_counts(Counter({(tq_id, priority): -1}))
+            reason = f"matched to pilot {pilot_reference or '?'} at {resource.site}"
+            moved = Job.objects.filter(pk=job_id, status=JobStatus.ACTIVATED).update(
+                status=JobStatus.SENT,
+                status_reason=reason[:255],
+                status_changed=now,
+                site=resource.site or "",
+                grid_ce=resource.grid_ce or "",
+                pilot_reference=pilot_reference[:255],
+            )
+            if moved != 1:
+                continue  # a stray membership of a job no longer waiting: dropped, go on
+            JobStatusHistory.objects.create(
+                job_id=job_id,
+                at=now,
+                from_status=JobStatus.ACTIVATED,
+                to_status=JobStatus.SENT,
+                reason=reason[:255],
+            )
+            return Job.objects.select_related("owner", "owner_group").get(pk=job_id)
+    return None
+
+
+def match_job(
+    resource: matching.Resource,
+    pilot_reference: str = "",
+    rng: random.Random | None = None,
+    mode: str | None = None,
+) -> Match | None:
+    """Give the resource one job, or None when no waiting job fits it."""
+    rng = rng or _rng
+    mode = mode or gdpconfig.get("MatchDrawMode")
+    exhausted: list[int] = []
+    for group in matching.by_cpu_segment(matching_taskqueues(resource)):
+        order = matching.race_order([tq.priority for tq in group], rng, mode)
+        for i in order:
+            tq = group[i]
+            counts = _priority_counts(tq.id)
+            while counts:
+                priority = matching.draw_user_priority(counts, rng, mode)
+                job = _claim(tq.id, priority, resource, pilot_reference, rng)
+                if job is not None:
+                    if sum(counts.values()) == 1:
+                        drop_empty_taskqueues([tq.id])  # that was its last job
+                    return Match(job=job, task_queue_id=tq.id)
+                counts.pop(priority)  # nothing free at this priority now
+            exhausted.append(tq.id)
+    if exhausted:
+        drop_empty_taskqueues(exhausted)  # only those really empty go
+    return None
+
+
+def explain(definition: matching.TQ, resources) -> list[dict]:
+    """For each (label, site, ce, Resource): does the TaskQueue match it, and if not, the first
+    rule that fails (like condor_q -better-analyze)."""
+    rows = []
+    for site, ce, resource in resources:
+        failed = matching.first_failing_rule(definition, resource)
+        rows.append(
+            {
+                "site": site,
+                "ce": ce,
+                "matches": failed is None,
+                "rule": failed[0] if failed else "",
+                "detail": failed[1] if failed else "",
+            }
+        )
+    return rows
+
+
+def definition_of(tq_id: int) -> matching.TQ | None:
+    for tq in taskqueue_definitions():
+        if tq.id == tq_id:
+            return tq
+    return None
+
+
+def ce_resources():
+    """A resource description per active computing element, as its pilots would present it."""
+    from matcher.models import ComputingElement
+
+    for ce in ComputingElement.objects.select_related("site").filter(
+        status=ComputingElement.Status.ACTIVE
+    ):
+        yield (
+            ce.site.name,
+            ce.name,
+            matching.Resource(
+                site=ce.site.name,
+                grid_ce=ce.name,
+                setup="any",
+                cpu_time=ce.cpu_time_limit,
+                platforms=frozenset(ce.platforms),
+                tags=frozenset(ce.tags),
+                pilot_type="any",
+            ),
+        )
+
+
+def analyse_job(job: Job) -> dict:
+    """Why a job is (not) running: for a waiting job, which CEs could take its TaskQueue and,
+    for the others, the first rule that fails."""
+    if job.status != JobStatus.ACTIVATED:
+        return {"waiting": False, "task_queue": job.task_queue_id, "status": job.status, "ces": []}
+    tq = definition_of(job.task_queue_id) if job.task_queue_id else None
+    if tq is None:
+        return {"waiting": True, "task_queue": None, "status": job.status, "ces": []}
+    rows = explain(tq, ce_resources())
+    return {
+        "waiting": True,
+        "task_queue": tq.id,
+        "status": job.status,
+        "matching_ces": sum(r["matches"] for r in rows),
+        "ces": rows,
+    }
+
+
+def taskqueue_draw_table(resource: matching.Resource, mode: str | None = None) -> list[dict]:
+    """The TaskQueues a resource would take, in the matcher's order, with the probability each
+    has of being drawn: within the highest CPU segment by priority; lower segments only as a
+    fall-back when every job of the higher ones is taken (probability 0 here)."""
+    mode = mode or gdpconfig.get("MatchDrawMode")
+    tqs = matching_taskqueues(resource)
+    waiting = dict(
+        TaskQueuePriorityCount.objects.filter(task_queue_id__in=[t.id for t in tqs])
+        .values_list("task_queue_id")
+        .annotate(n=Sum("jobs"))
+    )
+    rows = []
+    for rank, group in enumerate(matching.by_cpu_segment(tqs)):
+        live = [t for t in group if waiting.get(t.id, 0) > 0]
+        probs = matching.win_probabilities([t.priority for t in live], mode) if rank == 0 else []
+        p_of = dict(zip([t.id for t in live], probs, strict=False))
+        for tq in sorted(group, key=lambda t: (-p_of.get(t.id, 0.0), -t.priority, t.id)):
+            rows.append(
+                {
+                    "tq": tq,
+                    "waiting_jobs": waiting.get(tq.id, 0),
+                    "probability": p_of.get(tq.id, 0.0),
+                    "fallback": rank > 0,
+                }
+            )
+    return rows
