@@ -92,11 +92,15 @@ def main() -> None:
     old_config = setup_databases(verbosity=0, interactive=False, serialized_aliases=set())
     try:
         from matcher import bulk, demo
+        from matcher.models import Job, JobStatusHistory, TaskQueueJob
         from shares.models import User
 
         demo.create_world()
         context = {"jobs": n, "scale": args.scale, "db": connection.vendor}
         result = bulk.load_jobs(n, seed=args.seed, batch_size=args.batch_size)
+        counts = [m.objects.count() for m in (Job, TaskQueueJob, JobStatusHistory)]
+        if counts != [n, n, n]:
+            raise SystemExit(f"loaded {counts} jobs/memberships/history rows, expected {n}")
         emit("load_1m_jobs_s", result.seconds, "s", taskqueues=result.taskqueues, **context)
         emit("load_rows_per_s", result.rows_per_s, "jobs/s", **context)
 

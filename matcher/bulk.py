@@ -3,7 +3,10 @@
 Jobs are generated from a few dozen requirement templates (so that they fall into a realistic
 number of TaskQueues), then written batch by batch, each batch one transaction holding the
 jobs, their TaskQueue memberships and their first status-history row: a load stopped mid-way
-leaves only whole jobs. PostgreSQL gets COPY; SQLite gets executemany, its writes serialised.
+leaves only whole jobs. SQLite gets executemany, its writes serialised. PostgreSQL gets COPY
+text made here, and two connections writing batches at once while this thread prepares the
+next one: most of the database's work (foreign-key checks at commit, index updates) runs on
+one core per connection. The tables are analysed at the end.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import os
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
@@ -21,8 +25,16 @@ from django.db import connection, transaction
 
 from config import clock, gdpconfig
 from matcher import taskqueues
-from matcher.models import ComputingElement, Job, JobStatus, JobStatusHistory, Site, TaskQueueJob
-from matcher.services import taskqueues_for
+from matcher.models import (
+    ComputingElement,
+    Job,
+    JobStatus,
+    JobStatusHistory,
+    Site,
+    TaskQueue,
+    TaskQueueJob,
+)
+from matcher.services import add_to_counts, taskqueues_for
 from shares.models import User
 
 JOB_COLUMNS = [
@@ -133,7 +145,7 @@ def _esc(value) -> str:
 @dataclass
 class _Batch:
     """One batch's drawn values, column by column (TaskQueue ids, templates, CPU times,
-    priorities), and the time it was drawn; job ids are reserved when it is written."""
+    priorities), and the time it was drawn. Job ids are reserved apart (see _reserve_ids)."""
 
     tqs: list[int]
     templates: list[int]
@@ -163,7 +175,8 @@ def _job_fields(t: Template) -> tuple:
 
 def _copy_text(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[str, str, str]:
     """The batch as COPY text for the jobs, the memberships and the history (see *_COLUMNS),
-    written here rather than row by row through psycopg's write_row (several times slower)."""
+    made from per-template pieces rather than row by row through psycopg's write_row and
+    json.dumps per job, which took most of the Python time of a load."""
     # Per template, the constant parts of a job line around its name's number and CPU time.
     heads, mids, lists = [], [], []
     for t in templates:
@@ -201,9 +214,8 @@ def _rows(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[list, l
     return jobs, members, history
 
 
-def _copy(cursor, table: str, columns: list[str], text: str) -> None:
+def _copy(cursor, table: str, columns: list[str], data: bytes) -> None:
     sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
-    data = text.encode()
     with cursor.cursor.copy(sql) as cp:
         for start in range(0, len(data), COPY_CHUNK):
             cp.write(data[start : start + COPY_CHUNK])
@@ -216,6 +228,8 @@ def _executemany(cursor, table: str, columns: list[str], rows: list[tuple]) -> N
 
 def _reserve_ids(cursor, n: int) -> list[int]:
     if connection.vendor == "postgresql":
+        # nextval is not transactional: ids reserved here stay ours whichever connection
+        # writes the batch (a failed batch leaves a gap, as any rolled-back insert does).
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence('matcher_job', 'id'))"
             " FROM generate_series(1, %s)",
@@ -232,25 +246,45 @@ TABLES = (Job._meta.db_table, TaskQueueJob._meta.db_table, JobStatusHistory._met
 COLUMNS = (JOB_COLUMNS, MEMBER_COLUMNS, HISTORY_COLUMNS)
 
 
-def _write(batch: _Batch, templates: list[Template]) -> int:
-    """One batch in one transaction: the jobs, their memberships, their history rows."""
-    with transaction.atomic(), connection.cursor() as cur:
+@dataclass
+class _Prepared:
+    """A batch ready to write. PostgreSQL: ids reserved and COPY data made beforehand, by the
+    thread that draws the batches, so that the writers' connections only COPY and commit."""
+
+    batch: _Batch
+    copy_data: list[bytes] | None = None
+
+
+def _prepare(batch: _Batch, templates: list[Template]) -> _Prepared:
+    if connection.vendor != "postgresql":
+        return _Prepared(batch)
+    with connection.cursor() as cur:
         ids = _reserve_ids(cur, len(batch.tqs))
-        if connection.vendor == "postgresql":
-            texts = _copy_text(ids, batch, templates)
-            for table, cols, text in zip(TABLES, COLUMNS, texts, strict=True):
-                _copy(cur, table, cols, text)
+    return _Prepared(batch, [text.encode() for text in _copy_text(ids, batch, templates)])
+
+
+def _write(prepared: _Prepared, templates: list[Template]) -> int:
+    """One batch in one transaction: the jobs, their memberships, their history rows and the
+    TaskQueues' per-priority counts (last, so that concurrent writers hold those rows only for
+    the moment of their commit)."""
+    batch = prepared.batch
+    with transaction.atomic(), connection.cursor() as cur:
+        if prepared.copy_data is not None:
+            for table, cols, data in zip(TABLES, COLUMNS, prepared.copy_data, strict=True):
+                _copy(cur, table, cols, data)
         else:
+            ids = _reserve_ids(cur, len(batch.tqs))
             rows = _rows(ids, batch, templates)
             for table, cols, table_rows in zip(TABLES, COLUMNS, rows, strict=True):
                 _executemany(cur, table, cols, table_rows)
-    return len(ids)
+        add_to_counts(Counter(zip(batch.tqs, batch.prio, strict=True)))
+    return len(batch.tqs)
 
 
-def _write_on_own_connection(batch: _Batch, templates: list[Template]) -> int:
+def _write_on_own_connection(prepared: _Prepared, templates: list[Template]) -> int:
     # In a worker thread: Django gives the thread its own connection; close it afterwards.
     try:
-        return _write(batch, templates)
+        return _write(prepared, templates)
     finally:
         connection.close()
 
@@ -258,7 +292,7 @@ def _write_on_own_connection(batch: _Batch, templates: list[Template]) -> int:
 def default_workers() -> int:
     """Batches written at once. PostgreSQL spends most of a load checking foreign keys and
     updating indexes, one core per connection: two connections keep two cores busy while
-    this process draws the next batch. SQLite serialises writes, and a caller's open
+    this thread prepares the next batch. SQLite serialises writes, and a caller's open
     transaction (a test) is joined rather than bypassed: one at a time there."""
     if connection.vendor != "postgresql" or connection.in_atomic_block:
         return 1
@@ -301,26 +335,26 @@ def load_jobs(
         for start in range(0, n, batch_size):
             batch = _draw(rng, min(batch_size, n - start), len(templates), segments, tq_of)
             used_tqs.update(batch.tqs)
-            yield batch
+            yield _prepare(batch, templates)
 
     workers = default_workers() if workers is None else workers
     done = 0
     if workers <= 1 or connection.in_atomic_block:
-        for batch in batches():
-            done += _write(batch, templates)
+        for prepared in batches():
+            done += _write(prepared, templates)
             if progress:
                 progress(done, n)
     else:
         with ThreadPoolExecutor(workers, thread_name_prefix="load_jobs") as pool:
             pending: set = set()
-            for batch in batches():
+            for prepared in batches():
                 if len(pending) >= workers:
                     finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for future in finished:
                         done += future.result()
                         if progress:
                             progress(done, n)
-                pending.add(pool.submit(_write_on_own_connection, batch, templates))
+                pending.add(pool.submit(_write_on_own_connection, prepared, templates))
             for future in as_completed(pending):
                 done += future.result()
                 if progress:
@@ -329,4 +363,9 @@ def load_jobs(
     from matcher.services import drop_empty_taskqueues
 
     drop_empty_taskqueues(set(tq_of) - used_tqs)
+    if connection.vendor == "postgresql":
+        # Fresh statistics at once, not whenever autovacuum gets to it (if it runs at all):
+        # planned for an empty table, the job lists would scan a million rows.
+        with connection.cursor() as cur:
+            cur.execute(f"ANALYZE {', '.join(TABLES)}, {TaskQueue._meta.db_table}")
     return LoadResult(jobs=n, taskqueues=len(used_tqs), seconds=time.perf_counter() - started)

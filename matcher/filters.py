@@ -15,7 +15,9 @@ def _listed(field: str, value: str) -> Q:
 
 
 class JobFilterSet(django_filters.FilterSet):
-    status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices)
+    # distinct=False: the status is a column of the job, so no row repeats; the default
+    # SELECT DISTINCT over every column made PostgreSQL sort all matching jobs before LIMIT.
+    status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices, distinct=False)
     owner = django_filters.CharFilter(field_name="owner__username", label="Owner (user name)")
     group = django_filters.CharFilter(field_name="owner_group__name", label="Group")
     site = django_filters.CharFilter(

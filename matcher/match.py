@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -20,12 +21,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Count, Max, Q, Sum
 
 from config import clock, gdpconfig
 from matcher import matching
 from matcher.models import (
+    MULTI_VALUED_FIELDS,
     Job,
     JobStatus,
     JobStatusHistory,
@@ -48,7 +50,7 @@ REFRESH_SECONDS = 0.0 if getattr(settings, "TESTING", False) else 1.0
 
 @dataclass
 class Match:
-    job: Job
+    job: MatchedJob
     task_queue_id: int
 
 
@@ -107,32 +109,145 @@ def invalidate_cache() -> None:
         _cache.update(marker=None, tqs=[], memo={}, checked=0.0)
 
 
-def matching_taskqueues(resource: matching.Resource) -> list[matching.TQ]:
+def _segment_groups(resource: matching.Resource) -> list[list[matching.TQ]]:
+    """The TaskQueues the resource may take, grouped by CPU segment (highest first), memoised
+    per resource description until the TaskQueues change: pilots of one CE ask alike."""
     tqs = taskqueue_definitions()
     with _lock:
-        found = _cache["memo"].get(resource)
-        if found is None:
-            found = matching.matching(tqs, resource)
+        groups = _cache["memo"].get(resource)
+        if groups is None:
+            groups = matching.by_cpu_segment(matching.matching(tqs, resource))
             if len(_cache["memo"]) >= MEMO_LIMIT:
                 _cache["memo"].clear()
-            _cache["memo"][resource] = found
-        return found
+            _cache["memo"][resource] = groups
+        return groups
+
+
+def matching_taskqueues(resource: matching.Resource) -> list[matching.TQ]:
+    return [tq for group in _segment_groups(resource) for tq in group]
+
+
+_COUNTS_SQL = (
+    f"SELECT user_priority, jobs FROM {TaskQueuePriorityCount._meta.db_table} "
+    "WHERE task_queue_id = %s AND jobs > 0"
+)
 
 
 def _priority_counts(tq_id: int) -> dict[int, int]:
-    return dict(
-        TaskQueuePriorityCount.objects.filter(task_queue_id=tq_id, jobs__gt=0).values_list(
-            "user_priority", "jobs"
-        )
-    )
+    with connection.cursor() as cur:  # on the hot path: no queryset to build
+        cur.execute(_COUNTS_SQL, [tq_id])
+        return dict(cur.fetchall())
 
 
-def _claim(tq_id: int, priority: int, resource, pilot_reference, rng) -> Job | None:
+@dataclass
+class MatchedJob:
+    """What a pilot is told about the job it got."""
+
+    id: int
+    name: str
+    owner: str
+    owner_dn: str | None
+    owner_group: str
+    setup: str
+    cpu_time: int
+    user_priority: int
+    site: str
+    grid_ce: str
+    requirements: dict
+
+
+def _claim(tq_id: int, priority: int, resource, pilot_reference, rng) -> MatchedJob | None:
     """Claim one of the ten lowest free JobIDs at this priority; None if there is none."""
     now = clock.now()
+    reason = f"matched to pilot {pilot_reference or '?'} at {resource.site}"[:255]
+    fields = {
+        "site": resource.site or "",
+        "grid_ce": resource.grid_ce or "",
+        "pilot_reference": pilot_reference[:255],
+        "reason": reason,
+        "now": now,
+    }
+    if connection.vendor == "postgresql":
+        try:
+            return _claim_postgresql(tq_id, priority, rng, fields)
+        except OperationalError:
+            return None  # lost a race (a deadlock with a concurrent kill, say): next candidate
+    return _claim_orm(tq_id, priority, rng, fields)
+
+
+_JOB_COLUMNS = [
+    "id",
+    "name",
+    "setup",
+    "cpu_time",
+    "user_priority",
+    "site",
+    "grid_ce",
+    *MULTI_VALUED_FIELDS,
+]
+
+# One statement, hence one transaction and one round trip: lock the ten lowest free job ids at
+# this priority (SKIP LOCKED: rows another matcher is claiming are not candidates, so matchers
+# never wait for each other), pick one at random, delete its membership, move the job
+# activated -> sent, decrement the count, write the history, and return what the pilot needs.
+_CLAIM_SQL = """
+WITH cand AS (
+    SELECT job_id FROM matcher_taskqueuejob
+    WHERE task_queue_id = %(tq)s AND user_priority = %(prio)s
+    ORDER BY job_id LIMIT {limit} FOR UPDATE SKIP LOCKED
+), pick AS (
+    SELECT job_id FROM cand ORDER BY job_id
+    LIMIT 1 OFFSET (%(r)s %% GREATEST((SELECT count(*) FROM cand), 1))
+), del AS (
+    DELETE FROM matcher_taskqueuejob m USING pick WHERE m.job_id = pick.job_id
+    RETURNING m.job_id
+), cnt AS (
+    UPDATE matcher_taskqueueprioritycount SET jobs = jobs - 1
+    WHERE task_queue_id = %(tq)s AND user_priority = %(prio)s AND EXISTS (SELECT 1 FROM del)
+), upd AS (
+    UPDATE matcher_job j SET status = 'sent', status_reason = %(reason)s,
+        status_changed = %(now)s, site = %(site)s, grid_ce = %(grid_ce)s,
+        pilot_reference = %(pilot_reference)s
+    FROM del WHERE j.id = del.job_id AND j.status = 'activated'
+    RETURNING j.*
+), hist AS (
+    INSERT INTO matcher_jobstatushistory (job_id, at, from_status, to_status, reason)
+    SELECT id, %(now)s, 'activated', 'sent', %(reason)s FROM upd
+)
+SELECT (SELECT count(*) FROM del), {columns}, u.username, u.dn, g.name
+FROM (SELECT 1) one
+LEFT JOIN upd ON true
+LEFT JOIN shares_user u ON u.id = upd.owner_id
+LEFT JOIN shares_gridgroup g ON g.id = upd.owner_group_id
+""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS))
+
+
+def _matched(row) -> MatchedJob:
+    values = dict(zip(_JOB_COLUMNS, row[: len(_JOB_COLUMNS)], strict=True))
+    owner, dn, group = row[len(_JOB_COLUMNS) :]
+    reqs = {}
+    for f in MULTI_VALUED_FIELDS:
+        v = values.pop(f)
+        reqs[f] = json.loads(v) if isinstance(v, str) else v
+    return MatchedJob(owner=owner, owner_dn=dn, owner_group=group, requirements=reqs, **values)
+
+
+def _claim_postgresql(tq_id, priority, rng, fields) -> MatchedJob | None:
+    params = {"tq": tq_id, "prio": priority, "r": rng.randrange(1 << 30), **fields}
+    with connection.cursor() as cur:
+        while True:
+            cur.execute(_CLAIM_SQL, params)
+            row = cur.fetchone()
+            if row[0] == 0:
+                return None  # no free job at this priority
+            if row[1] is not None:
+                return _matched(row[1:])
+            # A stray membership of a job no longer waiting was removed: try again.
+
+
+def _claim_orm(tq_id, priority, rng, fields) -> MatchedJob | None:
+    """The same claim for SQLite, whose writes are serialised (BEGIN IMMEDIATE)."""
     with transaction.atomic():
-        # SKIP LOCKED (PostgreSQL): rows another matcher is claiming are not candidates, so
-        # matchers never wait for each other. SQLite serialises the whole transaction instead.
         candidates = list(
             TaskQueueJob.objects.select_for_update(skip_locked=True)
             .filter(task_queue_id=tq_id, user_priority=priority)
@@ -144,25 +259,37 @@ def _claim(tq_id: int, priority: int, resource, pilot_reference, rng) -> Job | N
             if TaskQueueJob.objects.filter(job_id=job_id).delete()[0] != 1:
                 continue  # taken meanwhile
             add_to_counts(Counter({(tq_id, priority): -1}))
-            reason = f"matched to pilot {pilot_reference or '?'} at {resource.site}"
             moved = Job.objects.filter(pk=job_id, status=JobStatus.ACTIVATED).update(
                 status=JobStatus.SENT,
-                status_reason=reason[:255],
-                status_changed=now,
-                site=resource.site or "",
-                grid_ce=resource.grid_ce or "",
-                pilot_reference=pilot_reference[:255],
+                status_reason=fields["reason"],
+                status_changed=fields["now"],
+                site=fields["site"],
+                grid_ce=fields["grid_ce"],
+                pilot_reference=fields["pilot_reference"],
             )
             if moved != 1:
                 continue  # a stray membership of a job no longer waiting: dropped, go on
             JobStatusHistory.objects.create(
                 job_id=job_id,
-                at=now,
+                at=fields["now"],
                 from_status=JobStatus.ACTIVATED,
                 to_status=JobStatus.SENT,
-                reason=reason[:255],
+                reason=fields["reason"],
             )
-            return Job.objects.select_related("owner", "owner_group").get(pk=job_id)
+            job = Job.objects.select_related("owner", "owner_group").get(pk=job_id)
+            return MatchedJob(
+                id=job.pk,
+                name=job.name,
+                owner=job.owner.get_username(),
+                owner_dn=job.owner.dn,
+                owner_group=job.owner_group.name,
+                setup=job.setup,
+                cpu_time=job.cpu_time,
+                user_priority=job.user_priority,
+                site=job.site,
+                grid_ce=job.grid_ce,
+                requirements=job.requirements(),
+            )
     return None
 
 
@@ -176,7 +303,7 @@ def match_job(
     rng = rng or _rng
     mode = mode or gdpconfig.get("MatchDrawMode")
     exhausted: list[int] = []
-    for group in matching.by_cpu_segment(matching_taskqueues(resource)):
+    for group in _segment_groups(resource):
         order = matching.race_order([tq.priority for tq in group], rng, mode)
         for i in order:
             tq = group[i]

@@ -202,27 +202,31 @@ def can_act_on(user, job: Job) -> bool:
     return job.owner_group.job_sharing and user.grid_groups.filter(pk=job.owner_group_id).exists()
 
 
-def _leave_taskqueue(job: Job) -> int:
-    """Remove a locked job from its TaskQueue's membership and counts; returns 1 if it was in."""
-    member = TaskQueueJob.objects.filter(job_id=job.pk).values_list(
-        "task_queue_id", "user_priority"
+def _leave_taskqueue(job_id: int) -> int:
+    """Remove a job from its TaskQueue's membership and counts; returns 1 if it was in."""
+    rows = list(
+        TaskQueueJob.objects.select_for_update()
+        .filter(job_id=job_id)
+        .values_list("task_queue_id", "user_priority")
     )
-    rows = list(member)
     if not rows:
         return 0
-    TaskQueueJob.objects.filter(job_id=job.pk).delete()
+    TaskQueueJob.objects.filter(job_id=job_id).delete()
     add_to_counts(Counter({rows[0]: -1}))
     return 1
 
 
 def kill_job(job_id: int, user, reason: str = "") -> Job:
     with transaction.atomic():
+        # The membership first, then the job: the matcher's claim locks them in that order,
+        # so a kill and a claim of the same job wait for each other instead of deadlocking.
+        # (Should the job turn out final, the transaction rolls the membership back.)
+        left = _leave_taskqueue(job_id)
         job = (
             Job.objects.select_for_update(of=("self",)).select_related("owner_group").get(pk=job_id)
         )
         if job.status in FINAL_STATES:
             raise JobActionError(f"job {job_id} is already {job.status}")
-        left = _leave_taskqueue(job)
         _change_status(job, JobStatus.CANCELLED, reason or f"killed by {user.get_username()}")
     if left and job.task_queue_id:
         drop_empty_taskqueues([job.task_queue_id])
@@ -258,7 +262,7 @@ def reschedule_job(job_id: int, user) -> Job:
                     f"(MaxRescheduling = {limit})"
                 )
             old_tq = job.task_queue_id
-            _leave_taskqueue(job)
+            _leave_taskqueue(job.pk)
             _join_taskqueue(job, gdpconfig.get("CPUSegments"))
             tq = job.task_queue
             _change_status(

@@ -131,15 +131,15 @@ class MatchedJobSerializer(serializers.Serializer):
     def describe(match) -> dict:
         job = match.job
         return {
-            "id": job.pk,
+            "id": job.id,
             "name": job.name,
-            "owner": job.owner.get_username(),
-            "owner_dn": job.owner.dn,
-            "owner_group": job.owner_group.name,
+            "owner": job.owner,
+            "owner_dn": job.owner_dn,
+            "owner_group": job.owner_group,
             "setup": job.setup,
             "cpu_time": job.cpu_time,
             "user_priority": job.user_priority,
-            "requirements": job.requirements(),
+            "requirements": job.requirements,
             "task_queue": match.task_queue_id,
             "site": job.site,
             "grid_ce": job.grid_ce,

@@ -64,3 +64,22 @@ def test_the_demo_command_is_safe_to_run_twice(db):
     shares = dict(GridGroup.objects.values_list("name", "job_share"))
     assert shares["lhcb_user"] == 10000 and shares["lhcb_mc"] == 300
     assert shares["lhcb_data"] == 40000
+
+
+def test_loaded_jobs_are_counted_per_taskqueue_and_priority(world):
+    from django.db.models import Count
+
+    from matcher.models import TaskQueuePriorityCount
+
+    bulk.load_jobs(400, seed=9, batch_size=150)
+    real = {
+        (r["task_queue_id"], r["user_priority"]): r["n"]
+        for r in TaskQueueJob.objects.values("task_queue_id", "user_priority").annotate(
+            n=Count("*")
+        )
+    }
+    stored = {
+        (c.task_queue_id, c.user_priority): c.jobs
+        for c in TaskQueuePriorityCount.objects.filter(jobs__gt=0)
+    }
+    assert stored == real

@@ -127,11 +127,11 @@ def test_the_job_comes_from_the_ten_lowest_ids_at_the_winning_priority(users, su
     seen = set()
     for _ in range(8):
         m = match.match_job(resource, "p", rng=rng, mode="dirac")
-        seen.add(m.job.pk)
+        seen.add(m.job.id)
         # the remaining jobs are put back so that every draw sees the same TaskQueue
         from matcher import services
 
-        services.reschedule_job(m.job.pk, users["admin"])
+        services.reschedule_job(m.job.id, users["admin"])
     ten_lowest = {j.pk for j in jobs[:10]}
     assert seen <= ten_lowest | {low.pk}
     assert len(seen & ten_lowest) >= 3  # chosen at random among the ten, not always the first
