@@ -12,17 +12,10 @@ throw-away database (Django's test database, uniquely named) that is dropped at 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+from _common import emit, throwaway_database
 
 SCALES = {"small": 20_000, "full": 1_000_000}
 # (user, label, query string): the staff user sees every job, alice only hers (and her
@@ -33,11 +26,6 @@ CASES = [
     ("admin", "status=activated&group=lhcb_user", "?status=activated&group=lhcb_user"),
     ("alice", "status=activated&group=lhcb_user", "?status=activated&group=lhcb_user"),
 ]
-
-
-def emit(metric: str, value: float, unit: str, **context) -> None:
-    print(json.dumps({"metric": metric, "value": round(value, 3), "unit": unit, **context}))
-    sys.stdout.flush()
 
 
 def time_requests(client, url: str, repeat: int, warmup: int) -> list[float]:
@@ -66,31 +54,10 @@ def main() -> None:
     args = parser.parse_args()
     n = args.jobs if args.jobs is not None else SCALES[args.scale]
 
-    import django
-    from django.conf import settings
+    with throwaway_database("bench"):
+        from django.db import connection
+        from django.test import Client
 
-    # A uniquely named throw-away database: never the one DATABASE_URL points at.
-    db = settings.DATABASES["default"]
-    tmpdir = None
-    if db["ENGINE"].endswith("sqlite3"):
-        tmpdir = tempfile.mkdtemp(prefix="gridwms-bench-")
-        db["TEST"] = {"NAME": str(Path(tmpdir) / "bench.sqlite3")}
-    else:
-        db["TEST"] = {"NAME": f"test_gridwms_bench_{os.getpid()}"}
-    django.setup()
-
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import (
-        setup_databases,
-        setup_test_environment,
-        teardown_databases,
-        teardown_test_environment,
-    )
-
-    setup_test_environment(debug=False)
-    old_config = setup_databases(verbosity=0, interactive=False, serialized_aliases=set())
-    try:
         from matcher import bulk, demo
         from matcher.models import Job, JobStatusHistory, TaskQueueJob
         from shares.models import User
@@ -122,14 +89,6 @@ def main() -> None:
                     max_ms=round(max(times), 1),
                     **context,
                 )
-    finally:
-        connection.close()
-        teardown_databases(old_config, verbosity=0)
-        teardown_test_environment()
-        if tmpdir:
-            import shutil
-
-            shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,10 @@ class ParameterForm(forms.Form):
         self.param = param
         if param.kind == gdpconfig.CHOICE:
             self.fields["value"] = forms.ChoiceField(choices=[(c, c) for c in param.choices])
+        elif param.kind == gdpconfig.JSON:
+            self.fields["value"] = forms.CharField(
+                widget=forms.Textarea(attrs={"rows": 14, "cols": 70, "spellcheck": "false"})
+            )
         elif param.kind == gdpconfig.BOOL:
             self.fields["value"] = forms.ChoiceField(choices=[("true", "true"), ("false", "false")])
 

@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST = (
+INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST, JSON = (
     "int",
     "float",
     "bool",
@@ -28,8 +28,9 @@ INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST = (
     "choice",
     "int_list",
     "str_list",
+    "json",
 )
-KINDS = (INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST)
+KINDS = (INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST, JSON)
 
 
 class ConfigError(ValueError):
@@ -63,6 +64,12 @@ class Param:
                     raise ConfigError(self.name, f"must be at least {self.minimum:g}, got {item}")
                 if self.maximum is not None and item > self.maximum:
                     raise ConfigError(self.name, f"must be at most {self.maximum:g}, got {item}")
+        if self.kind == STR_LIST and self.choices:
+            wrong = [v for v in value if v not in self.choices]
+            if wrong:
+                raise ConfigError(
+                    self.name, f"unknown {', '.join(wrong)}; known: {', '.join(self.choices)}"
+                )
         if self.kind == CHOICE and value not in self.choices:
             raise ConfigError(self.name, f"must be one of {', '.join(self.choices)}; got {value!r}")
         if self.check is not None:
@@ -72,6 +79,8 @@ class Param:
         return value
 
     def to_text(self, value: Any) -> str:
+        if self.kind == JSON:
+            return json.dumps(value, indent=2)
         if self.kind in (INT_LIST, STR_LIST):
             return ", ".join(str(v) for v in value)
         if self.kind == BOOL:
@@ -97,6 +106,15 @@ def _coerce_kind(p: Param, raw: Any) -> Any:
         if not isinstance(raw, str):
             raise ConfigError(p.name, f"expected text, got {type(raw).__name__}")
         return raw.strip()
+    if kind == JSON:
+        if isinstance(raw, str):
+            try:
+                return json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(p.name, f"not valid JSON: {exc.msg} (line {exc.lineno})") from None
+        if isinstance(raw, (dict, list)):
+            return raw
+        raise ConfigError(p.name, f"expected a JSON object, got {type(raw).__name__}")
     if kind in (INT_LIST, STR_LIST):
         items = raw
         if isinstance(raw, str):
@@ -198,6 +216,7 @@ def invalidate() -> None:
     with _lock:
         _cache_marker = None
         _checked_at = 0.0
+        _coerced.clear()
 
 
 def _active_values() -> dict[str, Any]:
@@ -220,13 +239,29 @@ def _active_values() -> dict[str, Any]:
         return _cache
 
 
+_coerced: dict[str, Any] = {}
+
+
 def get(name: str) -> Any:
     p = param(name)
-    stored = _active_values().get(name, p.default)
-    try:
-        return p.coerce(stored)
-    except ConfigError:
-        return p.default  # a value stored under an older, looser definition
+    values = _active_values()
+    with _lock:
+        if _coerced.get("__source__") is not values:
+            _coerced.clear()
+            _coerced["__source__"] = values
+        if name in _coerced:
+            return _coerced[name]
+    if name not in values:
+        value = p.default
+    else:
+        try:
+            value = p.coerce(values[name])
+        except ConfigError:
+            value = p.default  # a value stored under an older, looser definition
+    with _lock:
+        if _coerced.get("__source__") is values:
+            _coerced[name] = value
+    return value
 
 
 def set_value(name: str, raw: Any, user=None, comment: str = "") -> Any:

@@ -2,4 +2,6 @@
 
 SCHEDULES = {
     "taskqueue_cleanup": 5,
+    "priorities": 2,
+    "usage_sampling": 1,
 }

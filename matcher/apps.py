@@ -6,4 +6,4 @@ class MatcherConfig(AppConfig):
     verbose_name = "Jobs, TaskQueues and matching"
 
     def ready(self) -> None:
-        from matcher import params, services  # noqa: F401  (registers parameters and cycles)
+        from matcher import params, priorities, services  # noqa: F401  (parameters, cycles)

@@ -154,14 +154,22 @@ class _Batch:
     now: datetime
 
 
-def _draw(rng: random.Random, size: int, n_templates: int, segments: list[int], tq_of) -> _Batch:
-    # Template and CPU segment uniform, a CPU time uniform inside the segment; drawn in bulk
-    # (rng.choices, rng.random) rather than job by job, which dominated the load's Python time.
+def _draw(
+    rng: random.Random,
+    size: int,
+    n_templates: int,
+    segments: list[int],
+    tq_of,
+    segment: int | None = None,
+) -> _Batch:
+    # Template and CPU segment uniform (or the segment of index `segment` for every job), a CPU
+    # time uniform inside the segment; drawn in bulk (rng.choices, rng.random) rather than job
+    # by job, which dominated the load's Python time.
     n_seg = len(segments)
     lows = [segments[i - 1] + 1 if i else 1 for i in range(n_seg)]
     spans = [segments[i] - lows[i] + 1 for i in range(n_seg)]
     tpl = rng.choices(range(n_templates), k=size)
-    seg = rng.choices(range(n_seg), k=size)
+    seg = rng.choices(range(n_seg), k=size) if segment is None else [segment] * size
     cpu = [lows[s] + int(rng.random() * spans[s]) for s in seg]
     tqs = [tq_of[t * n_seg + s] for t, s in zip(tpl, seg, strict=True)]
     prio = rng.choices(PRIORITIES, k=size)
@@ -306,11 +314,13 @@ def load_jobs(
     progress: Callable[[int, int], None] | None = None,
     templates: list[Template] | None = None,
     workers: int | None = None,
+    segment: int | None = None,
 ) -> LoadResult:
     """Insert `n` activated jobs into their TaskQueues; returns counts and elapsed seconds.
 
     Each batch is one transaction; with several workers (PostgreSQL only) batches commit in
-    parallel, each on its own connection, so a failed load leaves whole batches behind."""
+    parallel, each on its own connection, so a failed load leaves whole batches behind.
+    `segment` (one of CPUSegments) puts every job in that CPU segment instead of a uniform one."""
     if n < 0:
         raise LoadError("the number of jobs must not be negative")
     if batch_size < 1:
@@ -319,6 +329,9 @@ def load_jobs(
     rng = random.Random(seed)
     templates = templates or make_templates(rng)
     segments = gdpconfig.get("CPUSegments")
+    if segment is not None and segment not in segments:
+        raise LoadError(f"{segment} is not one of the CPU segments {segments}")
+    pinned = None if segment is None else segments.index(segment)
     with transaction.atomic():
         defs = [
             taskqueues.definition(
@@ -333,7 +346,7 @@ def load_jobs(
 
     def batches():
         for start in range(0, n, batch_size):
-            batch = _draw(rng, min(batch_size, n - start), len(templates), segments, tq_of)
+            batch = _draw(rng, min(batch_size, n - start), len(templates), segments, tq_of, pinned)
             used_tqs.update(batch.tqs)
             yield _prepare(batch, templates)
 

@@ -59,6 +59,9 @@ def taskqueues_for(definitions: Sequence[dict]) -> list[TaskQueue]:
             [TaskQueue(key=k, created=now, **keyed[k]) for k in missing], ignore_conflicts=True
         )
         found.update({tq.key: tq for tq in TaskQueue.objects.filter(key__in=missing)})
+        # A TaskQueue appeared: its group's priorities change (new entity, new J values).
+        groups = {d["owner_group_id"] for k, d in keyed.items() if k in missing}
+        transaction.on_commit(lambda: _taskqueues_changed(groups))
     return [found[taskqueues.definition_key(d)] for d in definitions]
 
 
@@ -177,8 +180,18 @@ def drop_empty_taskqueues(tq_ids: Iterable[int]) -> list[int]:
         )
         empty = [pk for pk in locked if pk not in busy]
         if empty:
+            groups = set(
+                TaskQueue.objects.filter(pk__in=empty).values_list("owner_group_id", flat=True)
+            )
             TaskQueue.objects.filter(pk__in=empty).delete()
+            transaction.on_commit(lambda: _taskqueues_changed(groups))
     return empty
+
+
+def _taskqueues_changed(group_ids) -> None:
+    from matcher.priorities import recompute_priorities
+
+    recompute_priorities(group_ids)
 
 
 def _change_status(job: Job, to: str, reason: str, **fields) -> None:

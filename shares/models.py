@@ -59,3 +59,72 @@ class User(AbstractUser):
     def visible_group_ids(self) -> list[int]:
         """Groups whose jobs this user sees beside its own: its JobSharing groups."""
         return list(self.grid_groups.filter(job_sharing=True).values_list("id", flat=True))
+
+
+class GroupChange(models.Model):
+    """One change of a group's JobShare or properties: who, when, old -> new; revertible."""
+
+    group = models.ForeignKey(GridGroup, on_delete=models.CASCADE, related_name="changes")
+    field = models.CharField(max_length=32)
+    old = models.JSONField(null=True)
+    new = models.JSONField(null=True)
+    changed_by = models.ForeignKey(
+        "shares.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    at = models.DateTimeField()
+    comment = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.group} {self.field}: {self.old} → {self.new}"
+
+
+class UsageTick(models.Model):
+    """One sampling moment of the running jobs; `minutes` is the time it stands for (1, or
+    60 once thinned)."""
+
+    at = models.DateTimeField(db_index=True)
+    minutes = models.FloatField(default=1.0)
+
+    class Meta:
+        ordering = ["at"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} ({self.minutes:g} min)"
+
+
+class UsageSample(models.Model):
+    """Running jobs of a group (user None) or of a (user, group) at a tick, averaged over the
+    tick's minutes. Only entities with running jobs have rows: absent means 0."""
+
+    tick = models.ForeignKey(UsageTick, on_delete=models.CASCADE, related_name="samples")
+    group = models.ForeignKey(GridGroup, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(
+        "shares.User", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    running = models.FloatField()
+
+    def __str__(self) -> str:
+        return f"{self.group_id}/{self.user_id}: {self.running:g}"
+
+
+class CorrectionRecord(models.Model):
+    """A corrector instance's factor for one entity at one priority cycle (the latest is in
+    force; older ones draw the corrections-over-time chart)."""
+
+    at = models.DateTimeField(db_index=True)
+    instance = models.CharField(max_length=100)
+    group = models.ForeignKey(GridGroup, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(
+        "shares.User", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    slices = models.JSONField(default=dict)
+    factor = models.FloatField()
+
+    class Meta:
+        ordering = ["-at", "instance"]
+
+    def __str__(self) -> str:
+        return f"{self.instance} {self.group_id}/{self.user_id} ×{self.factor:.3f}"

@@ -102,6 +102,6 @@ def test_reads_are_served_from_memory_between_refreshes(db, django_assert_num_qu
             gdpconfig.get("CPUSegments")
 
 
-def test_every_registered_default_passes_its_own_validation():
+def test_every_registered_default_passes_its_own_validation(world):
     for p in gdpconfig.REGISTRY.values():
         assert p.coerce(p.default) == p.default

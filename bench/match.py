@@ -1,0 +1,590 @@
+"""Time the matcher on a million waiting jobs: against the seed's literal algorithm, its latency
+in-process and through HTTP, its throughput with four matcher processes, and SQLite's worst wait.
+
+    .venv/bin/python bench/match.py --scale small        # SQLite when DATABASE_URL is unset
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
+        .venv/bin/python bench/match.py --scale full
+
+The world (full scale): the demo world, 900,000 jobs over 250 distinct requirement templates x 4
+CPU segments (1,000 TaskQueues), plus one TaskQueue of 100,000 jobs with mixed UserPriorities
+owned by a dedicated user, so that a private pilot of that user matches it alone.
+
+Prints one JSON object per line (DESIGN §7):
+  match_speedup_vs_literal  on the big TaskQueue, the median time of the seed's literal match
+                            (ORDER BY random()/UserPriority over every member, then a claim of
+                            one of the ten lowest JobIDs at the winning priority) over the
+                            median of our match_job; both claim a job each time
+  match_p50_ms, match_p99_ms  match_job in-process, a resource matching everything
+  http_match_p50_ms         POST /api/v1/match/ to `manage.py runserver`, keep-alive
+  matches_per_s_4proc       four spawned matcher processes for a fixed time
+  duplicates                jobs claimed twice by those processes (cross-checked in the database)
+  sqlite_match_max_ms       the longest single match_job of four processes on an SQLite file
+On PostgreSQL the SQLite part runs last, at small size, in a child process with its own
+temporary file. Everything happens in throw-away databases that are dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from _common import ROOT, emit, throwaway_database
+
+
+@dataclass(frozen=True)
+class Scale:
+    jobs: int  # spread over the templates' TaskQueues
+    big: int  # in the one big TaskQueue
+    literal: int  # timed literal and timed match_job calls on the big TaskQueue, each
+    matches: int  # timed in-process matches
+    requests: int  # timed HTTP matches
+    seconds: float  # how long the four matcher processes run
+
+
+SCALES = {
+    "small": Scale(jobs=18_000, big=2_000, literal=15, matches=500, requests=200, seconds=3.0),
+    "full": Scale(jobs=900_000, big=100_000, literal=51, matches=3000, requests=1000, seconds=10.0),
+}
+PHASES = ("literal", "inprocess", "http", "procs")
+TEMPLATES = 250
+PROCESSES = 4
+WARMUP = 20
+BIG_USER = "bench_big"
+# A pilot that takes everything: every rule's wildcard, more CPU time than any segment.
+EVERYTHING = {
+    "site": "any",
+    "grid_ce": "any",
+    "setup": "any",
+    "cpu_time": 10**7,
+    "platforms": frozenset({"any"}),
+    "tags": frozenset({"any"}),
+    "pilot_type": "any",
+}
+HTTP_BODY = {
+    "site": "any",
+    "grid_ce": "any",
+    "setup": "any",
+    "cpu_time": 10**7,
+    "platform": "any",
+    "tag": ["any"],
+    "pilot_type": "any",
+    "pilot_reference": "bench-http",
+}
+# The seed's step 3, literally: every member of the TaskQueue races with key random()/priority
+# (UserPriority 0 weighs like matching.ZERO_PRIORITY_WEIGHT); the winner's priority is kept.
+LITERAL_SQL = {
+    "postgresql": (
+        "SELECT job_id, user_priority FROM matcher_taskqueuejob WHERE task_queue_id = %s "
+        "ORDER BY random() / GREATEST(user_priority, %s) LIMIT 1"
+    ),
+    "sqlite": (
+        "SELECT job_id, user_priority FROM matcher_taskqueuejob WHERE task_queue_id = %s "
+        "ORDER BY (random() / 18446744073709551616.0 + 0.5) / MAX(user_priority, %s) LIMIT 1"
+    ),
+}
+
+
+def log(message: str) -> None:
+    print(f"[bench/match] {message}", file=sys.stderr, flush=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    ordered = sorted(values)
+    rank = max(1, round(q / 100 * len(ordered) + 0.5 - 1e-9))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def summary(times: list[float]) -> dict:
+    return {
+        "n": len(times),
+        "p50_ms": round(statistics.median(times), 3),
+        "p99_ms": round(percentile(times, 99), 3),
+        "max_ms": round(max(times), 3),
+    }
+
+
+# --- the world ---------------------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    taskqueues: int
+    jobs: int
+    big_tq: int
+    big_jobs: int
+    big_priorities: dict[int, int]
+    big_resource: object  # a matching.Resource that matches the big TaskQueue alone
+
+
+def distinct_templates(rng: random.Random, count: int) -> list:
+    """`count` templates with distinct requirements, so that each makes its own 4 TaskQueues."""
+    from matcher import bulk
+
+    seen, picked = set(), []
+    for t in bulk.make_templates(rng, count * 3):
+        key = (t.owner_id, t.owner_group_id, t.setup, json.dumps(t.requirements, sort_keys=True))
+        if key not in seen:
+            seen.add(key)
+            picked.append(t)
+            if len(picked) == count:
+                return picked
+    raise SystemExit(f"only {len(picked)} distinct templates out of {count * 3}")
+
+
+def build_world(scale: Scale, seed: int, batch_size: int) -> World:
+    from config import gdpconfig
+    from matcher import bulk, demo
+    from matcher.match import matching_taskqueues
+    from matcher.matching import Resource
+    from matcher.models import MULTI_VALUED_FIELDS, Job, TaskQueue, TaskQueuePriorityCount
+    from shares.models import GridGroup, User
+
+    demo.create_world()
+    templates = distinct_templates(random.Random(seed), TEMPLATES)
+    bulk.load_jobs(scale.jobs, seed=seed, batch_size=batch_size, templates=templates)
+
+    # The big TaskQueue: a user of its own (created after the templates drew their owners) in
+    # a group without JobSharing, every job in the top CPU segment, UserPriorities as bulk's.
+    group = GridGroup.objects.get(name="lhcb_user")
+    if group.job_sharing:
+        raise SystemExit("lhcb_user has JobSharing: a private pilot would match more")
+    user = User.objects.create(username=BIG_USER, dn=demo.DN_PREFIX + BIG_USER)
+    user.grid_groups.add(group)
+    big_template = bulk.Template(
+        user.pk,
+        group.pk,
+        gdpconfig.get("DefaultSetup"),
+        {f: [] for f in MULTI_VALUED_FIELDS},
+        "big",
+    )
+    top = gdpconfig.get("CPUSegments")[-1]
+    bulk.load_jobs(
+        scale.big, seed=seed + 1, batch_size=batch_size, templates=[big_template], segment=top
+    )
+
+    [big] = TaskQueue.objects.filter(owner=user)
+    prios = dict(
+        TaskQueuePriorityCount.objects.filter(task_queue=big, jobs__gt=0).values_list(
+            "user_priority", "jobs"
+        )
+    )
+    members = big.members.count()
+    if members != scale.big or sum(prios.values()) != members or len(prios) < 3:
+        raise SystemExit(f"big TaskQueue {big.pk}: {members} members, counts {prios}")
+    total = Job.objects.count()
+    if total != scale.jobs + scale.big:
+        raise SystemExit(f"{total} jobs loaded, expected {scale.jobs + scale.big}")
+    resource = Resource(**EVERYTHING, owner_id=user.pk, owner_group_id=group.pk, private=True)
+    if [tq.id for tq in matching_taskqueues(resource)] != [big.pk]:
+        raise SystemExit("the private pilot of the big TaskQueue's owner matches more than it")
+    return World(TaskQueue.objects.count(), total, big.pk, members, prios, resource)
+
+
+# --- (a) the literal algorithm against ours ------------------------------------------------------
+
+
+def literal_match(tq_id: int, resource, pilot_reference: str, rng: random.Random):
+    """The seed's match inside one TaskQueue: the race over every member for the winning
+    UserPriority, then the same claim as ours of one of the ten lowest free JobIDs there."""
+    from django.db import connection
+
+    from matcher import match, matching
+
+    with connection.cursor() as cur:
+        cur.execute(LITERAL_SQL[connection.vendor], [tq_id, matching.ZERO_PRIORITY_WEIGHT])
+        row = cur.fetchone()
+    if row is None:
+        return None
+    return match._claim(tq_id, row[1], resource, pilot_reference, rng)
+
+
+def bench_literal(world: World, scale: Scale, context: dict) -> None:
+    from matcher.match import match_job
+
+    rng = random.Random(11)
+    ref = "bench-literal"
+
+    def ours():
+        m = match_job(world.big_resource, ref, rng)
+        if m is None or m.task_queue_id != world.big_tq:
+            raise SystemExit(f"match_job on the big TaskQueue gave {m}")
+
+    def literal():
+        if literal_match(world.big_tq, world.big_resource, ref, rng) is None:
+            raise SystemExit("the literal match on the big TaskQueue found no job")
+
+    for _ in range(3):
+        literal()
+        ours()
+    times: dict = {literal: [], ours: []}
+    for i in range(scale.literal):  # side by side, alternating which goes first
+        for fn in (literal, ours) if i % 2 == 0 else (ours, literal):
+            t0 = time.perf_counter()
+            fn()
+            times[fn].append((time.perf_counter() - t0) * 1000)
+    lit, our = statistics.median(times[literal]), statistics.median(times[ours])
+    emit(
+        "match_speedup_vs_literal",
+        lit / our,
+        "x",
+        literal_median_ms=round(lit, 3),
+        match_median_ms=round(our, 3),
+        literal_p99_ms=round(percentile(times[literal], 99), 3),
+        match_p99_ms=round(percentile(times[ours], 99), 3),
+        repeats=scale.literal,
+        big_tq_jobs=world.big_jobs,
+        big_tq_priorities={str(p): n for p, n in sorted(world.big_priorities.items())},
+        **context,
+    )
+
+
+# --- (b) latency in-process and through HTTP ------------------------------------------------------
+
+
+def bench_inprocess(scale: Scale, context: dict) -> None:
+    from matcher.match import match_job
+    from matcher.matching import Resource
+
+    resource, rng = Resource(**EVERYTHING), random.Random(12)
+    times = []
+    for i in range(WARMUP + scale.matches):
+        t0 = time.perf_counter()
+        m = match_job(resource, "bench-inprocess", rng)
+        elapsed = (time.perf_counter() - t0) * 1000
+        if m is None:
+            raise SystemExit("no job for the in-process matches")
+        if i >= WARMUP:
+            times.append(elapsed)
+    s = summary(times)
+    extra = {"matches": s["n"], "max_ms": s["max_ms"], **context}
+    emit("match_p50_ms", s["p50_ms"], "ms", p99_ms=s["p99_ms"], **extra)
+    emit("match_p99_ms", s["p99_ms"], "ms", p50_ms=s["p50_ms"], **extra)
+
+
+def database_env() -> dict[str, str | None]:
+    """Environment variables pointing another process's settings at the bench database
+    (None: remove the variable)."""
+    from django.db import connection
+
+    name = connection.settings_dict["NAME"]
+    if connection.vendor == "sqlite":
+        return {"SQLITE_PATH": str(name), "DATABASE_URL": None}
+    url = urlsplit(os.environ["DATABASE_URL"])
+    return {"DATABASE_URL": url._replace(path=f"/{name}").geturl()}
+
+
+def with_env(changes: dict[str, str | None]) -> dict[str, str]:
+    env = dict(os.environ)
+    for key, value in changes.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, logfile) -> subprocess.Popen:
+    cmd = [sys.executable, "manage.py", "runserver", "--noreload", "--skip-checks"]
+    server = subprocess.Popen(
+        [*cmd, f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=with_env(database_env()),
+        stdout=logfile,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"runserver exited with {server.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server
+        except OSError:
+            time.sleep(0.1)
+    stop_server(server)
+    raise SystemExit("runserver did not start listening within 60 s")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def bench_http(scale: Scale, context: dict) -> None:
+    from django.db import connection
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.get(user__username="pilot").key
+    connection.close()  # the server gets its own connections
+    port = free_port()
+    body = json.dumps(HTTP_BODY)
+    headers = {
+        "Authorization": f"Token {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+    }
+    with tempfile.TemporaryFile() as logfile:
+        server = start_server(port, logfile)
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            times = []
+            for i in range(WARMUP + scale.requests):
+                t0 = time.perf_counter()
+                conn.request("POST", "/api/v1/match/", body=body, headers=headers)
+                response = conn.getresponse()
+                payload = response.read()
+                elapsed = (time.perf_counter() - t0) * 1000
+                if response.status != 200:
+                    raise SystemExit(f"POST /api/v1/match/ answered {response.status}: {payload}")
+                if i >= WARMUP:
+                    times.append(elapsed)
+            conn.close()
+        except BaseException:
+            logfile.seek(0)
+            sys.stderr.write(logfile.read().decode(errors="replace")[-4000:])
+            raise
+        finally:
+            stop_server(server)
+    s = summary(times)
+    emit(
+        "http_match_p50_ms",
+        s["p50_ms"],
+        "ms",
+        p99_ms=s["p99_ms"],
+        max_ms=s["max_ms"],
+        requests=s["n"],
+        server="runserver",
+        **context,
+    )
+
+
+# --- (c) four matcher processes ---------------------------------------------------------------
+
+
+def matcher_process(env, worker, duration, start_at, go, out) -> None:
+    """A spawned matcher: Django on the bench database, one untimed warm-up match, then
+    match_job in a loop from the common start time for `duration` seconds."""
+    for key, value in env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    import django
+
+    django.setup()
+    from django.db import connections
+
+    from matcher.match import match_job
+    from matcher.matching import Resource
+
+    resource, rng, ref = Resource(**EVERYTHING), random.Random(100 + worker), f"bench-proc-{worker}"
+    claimed, times, ran_dry = [], [], False
+    try:
+        m = match_job(resource, ref, rng)
+        if m is not None:
+            claimed.append(m.job.id)
+        out.put(("ready", worker))
+        go.wait()
+        start = start_at.value
+        while time.monotonic() < start:
+            time.sleep(0.001)
+        end = start + duration
+        while time.monotonic() < end:
+            t0 = time.perf_counter()
+            m = match_job(resource, ref, rng)
+            times.append((time.perf_counter() - t0) * 1000)
+            if m is None:
+                ran_dry = True
+                break
+            claimed.append(m.job.id)
+        finished = time.monotonic()
+    finally:
+        connections.close_all()
+    out.put(("done", worker, claimed, times, finished, ran_dry))
+
+
+def run_processes(duration: float) -> dict:
+    ctx = multiprocessing.get_context("spawn")
+    out, go, start_at = ctx.Queue(), ctx.Event(), ctx.Value("d", 0.0)
+    env = database_env()
+    procs = [
+        ctx.Process(target=matcher_process, args=(env, w, duration, start_at, go, out))
+        for w in range(PROCESSES)
+    ]
+    for p in procs:
+        p.start()
+    try:
+        for _ in procs:
+            out.get(timeout=120)
+        start_at.value = time.monotonic() + 0.2
+        go.set()
+        results = [out.get(timeout=duration + 120) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(60)
+            if p.is_alive():
+                p.kill()
+    if [p.exitcode for p in procs] != [0] * PROCESSES:
+        raise SystemExit(f"matcher processes exited with {[p.exitcode for p in procs]}")
+    claimed = [job for r in results for job in r[2]]
+    times = [t for r in results for t in r[3]]
+    return {
+        "claimed": claimed,
+        "times": times,
+        "timed": sum(len(r[3]) - r[5] for r in results),
+        "elapsed": max(r[4] for r in results) - start_at.value,
+        "per_process": [len(r[3]) for r in sorted(results, key=lambda r: r[1])],
+        "ran_dry": any(r[5] for r in results),
+    }
+
+
+def database_check(claimed: list[int]) -> dict:
+    """What the database says about the processes' claims: jobs sent to them, and history rows
+    of moves to sent (a job given twice would have two)."""
+    from matcher.models import Job, JobStatus, JobStatusHistory
+
+    prefix = "bench-proc-"
+    sent = Job.objects.filter(status=JobStatus.SENT, pilot_reference__startswith=prefix)
+    history = JobStatusHistory.objects.filter(
+        to_status=JobStatus.SENT, job__pilot_reference__startswith=prefix
+    )
+    db_sent, db_history = sent.count(), history.count()
+    distinct = len(set(claimed))
+    return {
+        "claimed": len(claimed),
+        "distinct": distinct,
+        "db_sent": db_sent,
+        "db_sent_history": db_history,
+        "consistent": db_sent == distinct and db_history == len(claimed),
+    }
+
+
+def bench_processes(scale: Scale, context: dict) -> None:
+    from django.db import connection
+
+    vendor = connection.vendor
+    connection.close()
+    r = run_processes(scale.seconds)
+    check = database_check(r["claimed"])
+    s = summary(r["times"])
+    rate = r["timed"] / r["elapsed"]
+    common = {"processes": PROCESSES, "seconds": round(r["elapsed"], 2), **context}
+    if r["ran_dry"]:
+        common["ran_dry"] = True
+    if vendor == "sqlite":
+        emit(
+            "sqlite_match_max_ms",
+            s["max_ms"],
+            "ms",
+            p50_ms=s["p50_ms"],
+            p99_ms=s["p99_ms"],
+            matches=r["timed"],
+            matches_per_s=round(rate, 1),
+            duplicates=check["claimed"] - check["distinct"],
+            **common,
+        )
+    else:
+        emit(
+            "matches_per_s_4proc",
+            rate,
+            "matches/s",
+            matches=r["timed"],
+            per_process=r["per_process"],
+            p50_ms=s["p50_ms"],
+            p99_ms=s["p99_ms"],
+            max_ms=s["max_ms"],
+            **common,
+        )
+    emit("duplicates", check["claimed"] - check["distinct"], "jobs", **check, **common)
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+def run_sqlite_part(args) -> int:
+    """The SQLite part of a PostgreSQL run: this script at small size in a child process whose
+    settings fall back to SQLite, on its own temporary file."""
+    cmd = [sys.executable, __file__, "--scale", "small", "--phases", "procs"]
+    cmd += ["--seed", str(args.seed)]
+    sys.stdout.flush()
+    return subprocess.run(cmd, env=with_env({"DATABASE_URL": None}), check=False).returncode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", choices=sorted(SCALES), default="small")
+    parser.add_argument("--batch-size", type=int, default=50_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--phases",
+        default=",".join(PHASES),
+        help=f"comma-separated subset of {','.join(PHASES)} (default: all)",
+    )
+    parser.add_argument(
+        "--no-sqlite", action="store_true", help="on PostgreSQL, skip the SQLite part"
+    )
+    parser.add_argument("--seconds", type=float, help="override how long the processes run")
+    args = parser.parse_args()
+    phases = [p for p in args.phases.split(",") if p]
+    if unknown := set(phases) - set(PHASES):
+        parser.error(f"unknown phases {sorted(unknown)}")
+    scale = SCALES[args.scale]
+    if args.seconds is not None:
+        scale = Scale(**{**scale.__dict__, "seconds": args.seconds})
+
+    postgresql = False
+    with throwaway_database("match"):
+        from django.db import connection
+
+        postgresql = connection.vendor == "postgresql"
+        log(f"loading {scale.jobs + scale.big} jobs on {connection.vendor}")
+        started = time.perf_counter()
+        world = build_world(scale, args.seed, args.batch_size)
+        log(f"loaded in {time.perf_counter() - started:.1f} s: {world.taskqueues} TaskQueues")
+        context = {
+            "jobs": world.jobs,
+            "taskqueues": world.taskqueues,
+            "scale": args.scale,
+            "db": connection.vendor,
+        }
+        steps = {
+            "literal": lambda: bench_literal(world, scale, context),
+            "inprocess": lambda: bench_inprocess(scale, context),
+            "http": lambda: bench_http(scale, context),
+            "procs": lambda: bench_processes(scale, context),
+        }
+        for phase in PHASES:
+            if phase in phases:
+                log(phase)
+                steps[phase]()
+    if postgresql and "procs" in phases and not args.no_sqlite:
+        log("the SQLite part")
+        if run_sqlite_part(args) != 0:
+            raise SystemExit("the SQLite part failed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""TaskQueue priorities: the matcher feeds the pure engine (shares.priorities) plain data and
+writes the result back; the usage sampler feeds the share correctors. Cycles: `priorities`
+(every 2 minutes) and `usage_sampling` (every minute)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db import connection, transaction
+from django.db.models import Count
+from django.dispatch import receiver
+
+from config import gdpconfig
+from config.cycles import cycle
+from matcher.models import Job, JobStatus, TaskQueue, TaskQueuePriorityCount
+from shares import priorities as engine
+from shares import services as share_services
+from shares.models import GridGroup
+from shares.signals import shares_changed
+
+# Jobs holding a slot count as running for the shares: matched, starting or running.
+RUNNING_STATES = (JobStatus.SENT, JobStatus.STARTING, JobStatus.RUNNING)
+
+_LOADS_SQL = f"""
+SELECT tq.id, tq.owner_id, tq.owner_group_id,
+       COALESCE(SUM(c.user_priority * c.jobs), 0), COALESCE(SUM(c.jobs), 0)
+FROM {TaskQueue._meta.db_table} tq
+LEFT JOIN {TaskQueuePriorityCount._meta.db_table} c ON c.task_queue_id = tq.id
+{{where}}
+GROUP BY tq.id, tq.owner_id, tq.owner_group_id
+"""
+
+
+def taskqueue_loads(group_ids=None) -> list[engine.TaskQueueLoad]:
+    """Every TaskQueue's owner, group, sum of UserPriorities and jobs, from the per-priority
+    counts (as many rows as TaskQueue x distinct priorities, not as waiting jobs)."""
+    where, params = "", []
+    if group_ids is not None:
+        ids = sorted(set(group_ids))
+        if not ids:
+            return []
+        where = f"WHERE tq.owner_group_id IN ({', '.join(['%s'] * len(ids))})"
+        params = ids
+    with connection.cursor() as cur:
+        cur.execute(_LOADS_SQL.format(where=where), params)
+        return [engine.TaskQueueLoad(*row) for row in cur.fetchall()]
+
+
+def groups_map() -> dict[int, engine.Group]:
+    return {
+        g: engine.Group(g, share, sharing)
+        for g, share, sharing in GridGroup.objects.values_list("id", "job_share", "job_sharing")
+    }
+
+
+def _write_priorities(priorities: dict[int, float]) -> None:
+    if not priorities:
+        return
+    table = TaskQueue._meta.db_table
+    items = sorted(priorities.items())
+    with transaction.atomic(), connection.cursor() as cur:
+        for start in range(0, len(items), 2000):
+            chunk = items[start : start + 2000]
+            cases = " ".join(["WHEN %s THEN %s"] * len(chunk))
+            params = [v for pair in chunk for v in pair] + [tq for tq, _ in chunk]
+            marks = ", ".join(["%s"] * len(chunk))
+            cur.execute(
+                f"UPDATE {table} SET priority = CASE id {cases} END WHERE id IN ({marks})",
+                params,
+            )
+
+
+def recompute_priorities(group_ids=None, corrections=None) -> dict[int, float]:
+    """Recompute (and store) the priorities of every TaskQueue, or of those of some groups.
+
+    A group's TaskQueues depend only on that group (its JobShare, its users with waiting
+    jobs, their UserPriorities) and on the stored correction factors.
+    """
+    loads = taskqueue_loads(group_ids)
+    if corrections is None:
+        corrections = share_services.latest_corrections()
+    result = engine.taskqueue_priorities(
+        loads, groups_map(), corrections, gdpconfig.get("PRIORITY_CONSOLIDATION")
+    )
+    # TaskQueues emptied by matching keep their rows until dropped: the floor, not a stale value.
+    for tq in loads:
+        result.setdefault(tq.id, engine.MIN_PRIORITY)
+    _write_priorities(result)
+    return result
+
+
+def waiting_entities(loads) -> dict[int, set[int]]:
+    waiting: dict[int, set[int]] = defaultdict(set)
+    for tq in loads:
+        if tq.jobs > 0:
+            waiting[tq.group_id].add(tq.owner_id)
+    return waiting
+
+
+@cycle("priorities")
+def priorities_cycle() -> dict:
+    """Run the share correctors on the usage history, then recompute every priority."""
+    loads = taskqueue_loads()
+    factors = share_services.run_correctors(waiting_entities(loads))
+    result = recompute_priorities(corrections=factors or None)
+    return {"taskqueues": len(result), "corrected_entities": len(factors)}
+
+
+@cycle("usage_sampling")
+def usage_sampling_cycle() -> dict:
+    """Record the running jobs per (user, group), thin the old samples."""
+    rows = list(
+        Job.objects.filter(status__in=RUNNING_STATES)
+        .order_by()
+        .values_list("owner_group_id", "owner_id")
+        .annotate(n=Count("*"))
+    )
+    share_services.record_usage(rows)
+    thinned = share_services.thin_usage()
+    return {"entities": len(rows), "running": sum(n for *_, n in rows), **thinned}
+
+
+@receiver(shares_changed)
+def _on_shares_changed(sender, group_ids, **kwargs):
+    recompute_priorities(group_ids)

@@ -1,0 +1,105 @@
+"""Fair-share parameters (gdpconfig): consolidation, the correction switch and the correctors."""
+
+from config.gdpconfig import BOOL, CHOICE, INT, JSON, STR_LIST, Param, register
+from shares.corrections import SEED_EXAMPLE, parse_instances
+from shares.priorities import AVG, SUM
+
+
+def _check_wmshistory(value) -> str | None:
+    try:
+        instances = parse_instances(value)
+    except ValueError as exc:
+        return str(exc)
+    from django.apps import apps
+    from django.db import DatabaseError
+
+    if not apps.ready:
+        return None  # the default, checked at start-up: groups are checked on every edit
+    from shares.models import GridGroup
+
+    for inst in instances:
+        if inst.group is None:
+            continue
+        try:
+            group = GridGroup.objects.filter(name=inst.group).first()
+        except DatabaseError:
+            return None  # before migrations: validated again on the next edit
+        if group is None:
+            return f"{inst.name}.Group: unknown group {inst.group}"
+        if group.job_sharing:
+            return (
+                f"{inst.name}.Group: {inst.group} has JobSharing, so its users are one entity; "
+                "correcting between them makes no sense"
+            )
+    return None
+
+
+register(
+    Param(
+        name="PRIORITY_CONSOLIDATION",
+        kind=CHOICE,
+        default=SUM,
+        choices=(SUM, AVG),
+        category="shares",
+        help=(
+            "J of a TaskQueue: sum = its sum of UserPriorities over its entity's total (the "
+            "seed); avg = with average UserPriorities instead, so N equal TaskQueues get 1/N."
+        ),
+    )
+)
+register(
+    Param(
+        name="EnableSharesCorrection",
+        kind=BOOL,
+        default=False,
+        category="shares",
+        help="Correct the shares from the running-jobs history (the WMSHistory corrector).",
+    )
+)
+register(
+    Param(
+        name="ShareCorrectorsToStart",
+        kind=STR_LIST,
+        default=["WMSHistory"],
+        choices=("WMSHistory",),
+        category="shares",
+        help="The correctors used in each priority cycle.",
+    )
+)
+register(
+    Param(
+        name="WMSHistory",
+        kind=JSON,
+        default=SEED_EXAMPLE,
+        category="shares",
+        help=(
+            "WMSHistory corrector instances, as in the seed: an instance without Group corrects "
+            "between groups, one with Group = g between the users of g (not for a JobSharing "
+            "group); each has MaxGlobalCorrectionFactor and slices {TimeSpan s, Weight, "
+            "MaxCorrection}."
+        ),
+        check=_check_wmshistory,
+    )
+)
+register(
+    Param(
+        name="UsageFineHours",
+        kind=INT,
+        default=24,
+        minimum=1,
+        unit="h",
+        category="shares",
+        help="Usage samples keep 1-minute resolution this long, then are thinned to 1 hour.",
+    )
+)
+register(
+    Param(
+        name="UsageHistoryDays",
+        kind=INT,
+        default=8,
+        minimum=1,
+        unit="d",
+        category="shares",
+        help="Usage samples older than this are deleted (keep more than the longest TimeSpan).",
+    )
+)
