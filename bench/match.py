@@ -302,26 +302,47 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, logfile) -> subprocess.Popen:
-    cmd = [sys.executable, "manage.py", "runserver", "--noreload", "--skip-checks"]
+# The servers timed: `manage.py runserver` as `make run` starts it, and the same server with
+# TCP_NODELAY on its sockets. runserver writes a response's headers and its body in two send()s;
+# with Nagle's algorithm on, the body waits for the client's delayed ACK of the headers (~40 ms
+# on Linux), whatever the view costs. The headline is the server without that stall, with the
+# project's settings (a new database connection per request unless DB_POOL is set); the context
+# gives the stock runserver and the same server with DB_POOL=1 (PostgreSQL only).
+RUNSERVER = ["manage.py", "runserver", "--noreload", "--skip-checks"]
+NODELAY = [__file__, "--serve"]
+
+
+def serve(addr: str) -> None:
+    """`manage.py runserver --noreload ADDR` with TCP_NODELAY on the accepted sockets."""
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.core.servers import basehttp
+
+    basehttp.WSGIRequestHandler.disable_nagle_algorithm = True
+    call_command("runserver", addr, use_reloader=False, skip_checks=True)
+
+
+def start_server(argv: list[str], env: dict, port: int, logfile) -> subprocess.Popen:
     server = subprocess.Popen(
-        [*cmd, f"127.0.0.1:{port}"],
+        [sys.executable, *argv, f"127.0.0.1:{port}"],
         cwd=ROOT,
-        env=with_env(database_env()),
+        env=with_env({**database_env(), **env}),
         stdout=logfile,
         stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise SystemExit(f"runserver exited with {server.returncode}")
+            raise SystemExit(f"the server exited with {server.returncode}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return server
         except OSError:
             time.sleep(0.1)
     stop_server(server)
-    raise SystemExit("runserver did not start listening within 60 s")
+    raise SystemExit("the server did not start listening within 60 s")
 
 
 def stop_server(server: subprocess.Popen) -> None:
@@ -333,25 +354,26 @@ def stop_server(server: subprocess.Popen) -> None:
         server.wait()
 
 
-def bench_http(scale: Scale, context: dict) -> None:
-    from django.db import connection
-    from rest_framework.authtoken.models import Token
-
-    token = Token.objects.get(user__username="pilot").key
-    connection.close()  # the server gets its own connections
-    port = free_port()
+def time_server(argv: list[str], env: dict, token: str, requests: int) -> list[float]:
+    """Start a server on the bench database, POST match requests to it over one keep-alive
+    connection, stop it; the times of the requests after the warm-up, in ms."""
     body = json.dumps(HTTP_BODY)
     headers = {
         "Authorization": f"Token {token}",
         "Content-Type": "application/json",
         "Accept": "application/json",
     }
+    port = free_port()
     with tempfile.TemporaryFile() as logfile:
-        server = start_server(port, logfile)
+        server = start_server(argv, env, port, logfile)
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.connect()
+            # http.client, too, writes the headers and the body apart: the client's own Nagle
+            # would wait for the server's delayed ACK. HTTP clients such as urllib3 set this.
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             times = []
-            for i in range(WARMUP + scale.requests):
+            for i in range(WARMUP + requests):
                 t0 = time.perf_counter()
                 conn.request("POST", "/api/v1/match/", body=body, headers=headers)
                 response = conn.getresponse()
@@ -368,7 +390,22 @@ def bench_http(scale: Scale, context: dict) -> None:
             raise
         finally:
             stop_server(server)
-    s = summary(times)
+    return times
+
+
+def bench_http(scale: Scale, context: dict) -> None:
+    from django.db import connection
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.get(user__username="pilot").key
+    vendor = connection.vendor
+    connection.close()  # the servers get their own connections
+    s = summary(time_server(NODELAY, {}, token, scale.requests))
+    extra = {}
+    if vendor == "postgresql":
+        pooled = summary(time_server(NODELAY, {"DB_POOL": "1"}, token, scale.requests))
+        extra = {"db_pool_p50_ms": pooled["p50_ms"], "db_pool_p99_ms": pooled["p99_ms"]}
+    stock = summary(time_server(RUNSERVER, {}, token, max(50, scale.requests // 10)))
     emit(
         "http_match_p50_ms",
         s["p50_ms"],
@@ -376,7 +413,10 @@ def bench_http(scale: Scale, context: dict) -> None:
         p99_ms=s["p99_ms"],
         max_ms=s["max_ms"],
         requests=s["n"],
-        server="runserver",
+        server="runserver+TCP_NODELAY",
+        db_pool=os.environ.get("DB_POOL", ""),
+        **extra,
+        stock_runserver_p50_ms=stock["p50_ms"],
         **context,
     )
 
@@ -547,7 +587,11 @@ def main() -> None:
         "--no-sqlite", action="store_true", help="on PostgreSQL, skip the SQLite part"
     )
     parser.add_argument("--seconds", type=float, help="override how long the processes run")
+    parser.add_argument("--serve", metavar="ADDR:PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve(args.serve)  # a server for the HTTP part, on the database its environment names
+        return
     phases = [p for p in args.phases.split(",") if p]
     if unknown := set(phases) - set(PHASES):
         parser.error(f"unknown phases {sorted(unknown)}")

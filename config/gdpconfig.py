@@ -111,7 +111,9 @@ def _coerce_kind(p: Param, raw: Any) -> Any:
             try:
                 return json.loads(raw)
             except json.JSONDecodeError as exc:
-                raise ConfigError(p.name, f"not valid JSON: {exc.msg} (line {exc.lineno})") from None
+                raise ConfigError(
+                    p.name, f"not valid JSON: {exc.msg} (line {exc.lineno})"
+                ) from None
         if isinstance(raw, (dict, list)):
             return raw
         raise ConfigError(p.name, f"expected a JSON object, got {type(raw).__name__}")

@@ -3,6 +3,7 @@ from collections import defaultdict
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from config import gdpconfig
@@ -53,6 +54,9 @@ def parameters(request):
                 p.name, form.cleaned_data["value"], request.user, form.cleaned_data["comment"]
             )
             messages.success(request, f"{p.name} is now {p.to_text(gdpconfig.get(p.name))}.")
+            nxt = request.POST.get("next", "")
+            if nxt and url_has_allowed_host_and_scheme(nxt, allowed_hosts={request.get_host()}):
+                return redirect(nxt)
             return redirect(f"{request.path}#param-{p.name}")
         forms_by_name[p.name] = form
     return render(request, "config/parameters.html", {"categories": _rows(forms_by_name)})

@@ -113,3 +113,28 @@ def create_world() -> dict:
 
 def world_is_empty() -> bool:
     return not Site.objects.exists() and not Job.objects.exists()
+
+
+def first_pilots(per_ce: int = 40, seed: int = 2026) -> int:
+    """A first wave of generic pilots, one batch per active CE, each asking the matcher for a
+    job as a real pilot would: the demo opens with jobs matched, usage sampled and priorities
+    corrected, rather than a still picture. Returns the number of jobs matched."""
+    import random
+
+    from config import gdpconfig
+    from config.cycles import run_cycle
+    from config.models import ParameterValue
+    from matcher.match import ce_resources, match_job
+
+    if not ParameterValue.objects.filter(name="EnableSharesCorrection").exists():
+        gdpconfig.set_value("EnableSharesCorrection", True, comment="demo world: correction on")
+    rng = random.Random(seed)
+    matched = 0
+    for _site, ce, resource in ce_resources():
+        for i in range(per_ce):
+            if match_job(resource, f"demo://{ce}/{i}", rng=rng) is None:
+                break
+            matched += 1
+    run_cycle("usage_sampling")
+    run_cycle("priorities")
+    return matched

@@ -57,17 +57,25 @@ def _write_priorities(priorities: dict[int, float]) -> None:
     if not priorities:
         return
     table = TaskQueue._meta.db_table
-    items = sorted(priorities.items())
+    items = sorted(priorities.items())  # one lock order for concurrent recomputes
     with transaction.atomic(), connection.cursor() as cur:
-        for start in range(0, len(items), 2000):
-            chunk = items[start : start + 2000]
-            cases = " ".join(["WHEN %s THEN %s"] * len(chunk))
-            params = [v for pair in chunk for v in pair] + [tq for tq, _ in chunk]
-            marks = ", ".join(["%s"] * len(chunk))
-            cur.execute(
-                f"UPDATE {table} SET priority = CASE id {cases} END WHERE id IN ({marks})",
-                params,
-            )
+        for start in range(0, len(items), 5000):
+            chunk = items[start : start + 5000]
+            params = [v for pair in chunk for v in pair]
+            if connection.vendor == "postgresql":
+                rows = ", ".join(["(%s, %s::double precision)"] * len(chunk))
+                cur.execute(
+                    f"UPDATE {table} t SET priority = v.p FROM (VALUES {rows}) AS v(id, p) "
+                    "WHERE t.id = v.id AND t.priority IS DISTINCT FROM v.p",
+                    params,
+                )
+            else:
+                cases = " ".join(["WHEN %s THEN %s"] * len(chunk))
+                marks = ", ".join(["%s"] * len(chunk))
+                cur.execute(
+                    f"UPDATE {table} SET priority = CASE id {cases} END WHERE id IN ({marks})",
+                    params + [tq for tq, _ in chunk],
+                )
 
 
 def recompute_priorities(group_ids=None, corrections=None) -> dict[int, float]:

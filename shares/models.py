@@ -127,4 +127,4 @@ class CorrectionRecord(models.Model):
         ordering = ["-at", "instance"]
 
     def __str__(self) -> str:
-        return f"{self.instance} {self.group_id}/{self.user_id} ×{self.factor:.3f}"
+        return f"{self.instance} {self.group_id}/{self.user_id} x{self.factor:.3f}"

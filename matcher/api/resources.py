@@ -1,5 +1,6 @@
 """The resource description a pilot presents, validated into a matching.Resource."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config import gdpconfig
@@ -14,6 +15,9 @@ from matcher.models import ComputingElement, Site
 from shares.models import GridGroup, User
 
 
+@extend_schema_field(
+    {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+)
 class StringOrListField(serializers.Field):
     """A string or a list of strings (a resource may offer several platforms)."""
 

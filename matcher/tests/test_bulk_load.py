@@ -83,3 +83,12 @@ def test_loaded_jobs_are_counted_per_taskqueue_and_priority(world):
         for c in TaskQueuePriorityCount.objects.filter(jobs__gt=0)
     }
     assert stored == real
+
+
+def test_the_load_jobs_command_leaves_taskqueue_priorities_computed(world):
+    call_command("load_jobs", "60", "--no-progress")
+    tq = TaskQueue.objects.filter(owner_group__name="lhcb_data").first()
+    if tq is not None:
+        data_tqs = TaskQueue.objects.filter(owner_group__name="lhcb_data")
+        assert sum(t.priority for t in data_tqs) == pytest.approx(40000)
+    assert not TaskQueue.objects.filter(priority=1.0).exists()

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from shares.models import GridGroup, User
+from shares.models import GridGroup, GroupChange, User
 
 
 class GridGroupSerializer(serializers.ModelSerializer):
@@ -20,3 +20,13 @@ class MeSerializer(serializers.ModelSerializer):
         model = User
         fields = ["id", "username", "dn", "is_staff", "groups"]
         read_only_fields = fields
+
+
+class GroupChangeSerializer(serializers.ModelSerializer):
+    changed_by = serializers.CharField(source="changed_by.username", default=None)
+    old = serializers.JSONField()
+    new = serializers.JSONField()
+
+    class Meta:
+        model = GroupChange
+        fields = ["id", "field", "old", "new", "changed_by", "at", "comment"]

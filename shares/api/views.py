@@ -1,17 +1,38 @@
 from drf_spectacular.utils import extend_schema
-from rest_framework import viewsets
+from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from config.permissions import StaffWriteOrReadOnly
-from shares.api.serializers import GridGroupSerializer, MeSerializer
-from shares.models import GridGroup, User
+from shares import services
+from shares.api.serializers import GridGroupSerializer, GroupChangeSerializer, MeSerializer
+from shares.models import GridGroup, GroupChange, User
 
 
 class GridGroupViewSet(viewsets.ModelViewSet):
+    """Groups with JobShare and properties. Staff change them; every change is recorded
+    (who, when, old -> new) and the group's TaskQueue priorities are recomputed."""
+
     queryset = GridGroup.objects.all()
     serializer_class = GridGroupSerializer
     permission_classes = [StaffWriteOrReadOnly]
+
+    def perform_update(self, serializer):
+        changes = {k: v for k, v in serializer.validated_data.items() if k in services.EDITABLE}
+        try:
+            serializer.instance = services.update_group(
+                serializer.instance, changes, self.request.user, "via the API"
+            )
+        except services.ShareError as exc:
+            raise serializers.ValidationError({exc.field: [exc.message]}) from None
+
+    @extend_schema(responses=GroupChangeSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def changes(self, request, pk=None):
+        """The recorded changes of this group, newest first."""
+        group = self.get_object()
+        rows = GroupChange.objects.filter(group=group).select_related("changed_by")
+        return Response(GroupChangeSerializer(rows, many=True).data)
 
 
 class UserViewSet(viewsets.GenericViewSet):

@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand
 from config.progress import ProgressBar
 from matcher import bulk, demo
 from matcher.models import Job
+from matcher.priorities import recompute_priorities
 
 
 class Command(BaseCommand):
@@ -11,10 +12,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--jobs", type=int, default=3000, help="jobs to add (default 3000)")
         parser.add_argument(
+            "--pilots", type=int, default=40, help="jobs each CE's first pilots take (default 40)"
+        )
+        parser.add_argument(
             "--if-empty", action="store_true", help="do nothing when the database has a world"
         )
 
-    def handle(self, jobs, if_empty, **options):
+    def handle(self, jobs, if_empty, pilots, **options):
         if if_empty and not demo.world_is_empty():
             self.stdout.write("The database already holds a world; the demo is not loaded again.")
             return
@@ -23,7 +27,11 @@ class Command(BaseCommand):
             result = bulk.load_jobs(
                 jobs, seed=2026, batch_size=1000, progress=ProgressBar("demo jobs", self.stderr)
             )
+            recompute_priorities()
             self.stdout.write(f"{result.jobs} jobs waiting in {result.taskqueues} TaskQueues.")
+            if pilots:
+                matched = demo.first_pilots(per_ce=pilots)
+                self.stdout.write(f"A first wave of pilots took {matched} jobs.")
         self.stdout.write(
             f"Demo world: {world['sites']} sites, {world['groups']} groups, {world['users']} users."
         )

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from config.progress import ProgressBar
 from matcher.bulk import LoadError, load_jobs
+from matcher.priorities import recompute_priorities
 
 
 class Command(BaseCommand):
@@ -23,6 +24,7 @@ class Command(BaseCommand):
             result = load_jobs(n, seed=seed, batch_size=batch_size, progress=bar)
         except LoadError as exc:
             raise CommandError(str(exc)) from None
+        recompute_priorities()
         self.stdout.write(
             f"loaded {result.jobs:,} jobs into {result.taskqueues} TaskQueues in "
             f"{result.seconds:.1f} s ({result.rows_per_s:,.0f} jobs/s)"

@@ -1,0 +1,18 @@
+from django import forms
+
+from shares.models import GridGroup
+
+
+class GroupShareForm(forms.ModelForm):
+    comment = forms.CharField(max_length=255, required=False)
+
+    class Meta:
+        model = GridGroup
+        fields = ["job_share", "job_sharing", "generic_pilot"]
+        widgets = {"job_share": forms.NumberInput(attrs={"step": "any", "min": 0, "size": 8})}
+
+    def clean_job_share(self):
+        value = self.cleaned_data["job_share"]
+        if value is None or value < 0:
+            raise forms.ValidationError("JobShare must be a number ≥ 0.")
+        return value
