@@ -17,14 +17,13 @@ from shares.models import CorrectionRecord, GridGroup, GroupChange, UsageSample,
 def grid(submit, django_capture_on_commit_callbacks):
     """alice and bob (lhcb_user), erin (lhcb_mc), dave (lhcb_data) with waiting jobs."""
     with django_capture_on_commit_callbacks(execute=True):
-        jobs = {
+        return {
             "a1": submit("alice", cpu_time=100, user_priority=3),
             "a2": submit("alice", cpu_time=100000, user_priority=1),
             "b1": submit("bob", cpu_time=100, user_priority=5),
             "e1": submit("erin", cpu_time=100, user_priority=2),
             "d1": submit("dave", cpu_time=100, user_priority=1),
         }
-    return jobs
 
 
 def prio(job):

@@ -103,7 +103,7 @@ def test_four_sqlite_matchers_on_one_file_are_correct(tmp_path):
     env = {**os.environ, "SQLITE_PATH": str(db)}
     env.pop("DATABASE_URL", None)
     python = sys.executable
-    for args in (["migrate", "-v0"], ["demo", "--jobs", "600"]):
+    for args in (["migrate", "-v0"], ["demo", "--jobs", "600", "--pilots", "0"]):
         subprocess.run(
             [python, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True
         )
