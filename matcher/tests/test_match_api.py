@@ -220,3 +220,20 @@ def test_the_job_page_explains_why_a_job_is_not_running(client, users, submit):
     html = client.get(f"/jobs/{job.pk}/").content.decode()
     assert "Why is it not running yet?" in html
     assert "LCG.CERN.ch not in Sites {LCG.PIC.es}" in html
+
+
+def test_the_readme_pilot_example_gets_a_job(client, submit):
+    job = submit("alice", cpu_time=3600, sites=["LCG.CERN.ch"], tags=["16GB"])
+    r = client.post("/api/v1/auth/token/", {"username": "pilot", "password": "gridwms"})
+    body = (
+        '{"site": "LCG.CERN.ch", "grid_ce": "ce503.cern.ch", "cpu_time": 172800,'
+        ' "platform": ["x86_64-el9"], "tag": ["MultiProcessor", "16GB"],'
+        ' "pilot_reference": "ce503/1"}'
+    )
+    r = client.post(
+        URL,
+        data=body,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {r.json()['token']}",
+    )
+    assert r.status_code == 200 and r.json()["id"] == job.pk
