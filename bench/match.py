@@ -15,7 +15,8 @@ Prints one JSON object per line (DESIGN §7):
                             one of the ten lowest JobIDs at the winning priority) over the
                             median of our match_job; both claim a job each time
   match_p50_ms, match_p99_ms  match_job in-process, a resource matching everything
-  http_match_p50_ms         POST /api/v1/match/ to `manage.py runserver`, keep-alive
+  http_match_p50_ms         POST /api/v1/match/ (a generic pilot at a named site and CE) to
+                            `manage.py runserver` with TCP_NODELAY, one keep-alive connection
   matches_per_s_4proc       four spawned matcher processes for a fixed time
   duplicates                jobs claimed twice by those processes (cross-checked in the database)
   sqlite_match_max_ms       the longest single match_job of four processes on an SQLite file
@@ -72,9 +73,11 @@ EVERYTHING = {
     "tags": frozenset({"any"}),
     "pilot_type": "any",
 }
+# A generic pilot at a real site and CE (a pilot that claims a job must name where it runs),
+# otherwise taking anything: the demo's first site and CE (matcher.demo.SITES).
 HTTP_BODY = {
-    "site": "any",
-    "grid_ce": "any",
+    "site": "LCG.CERN.ch",
+    "grid_ce": "ce503.cern.ch",
     "setup": "any",
     "cpu_time": 10**7,
     "platform": "any",
@@ -114,6 +117,46 @@ def summary(times: list[float]) -> dict:
         "p99_ms": round(percentile(times, 99), 3),
         "max_ms": round(max(times), 3),
     }
+
+
+def _proc_stat() -> tuple[int, int] | None:
+    """(busy, total) CPU ticks of the whole machine; None without /proc (not Linux)."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)  # idle and iowait are not busy
+
+
+class MachineCpu:
+    """How many cores the whole machine kept busy while timing: this bench's processes and
+    PostgreSQL, and anything else running (on a shared machine, the noise to read along)."""
+
+    def __enter__(self) -> MachineCpu:
+        self.start, self.end = _proc_stat(), None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.end = _proc_stat()
+
+    def context(self) -> dict:
+        if not self.start or not self.end or self.end[1] == self.start[1]:
+            return {}
+        share = (self.end[0] - self.start[0]) / (self.end[1] - self.start[1])
+        return {"machine_busy_cores": round(share * (os.cpu_count() or 1), 2)}
+
+
+def backend_cpu_seconds(pid: int | None) -> float | None:
+    """CPU seconds of a local PostgreSQL backend process; None when it cannot be read."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # --- the world ---------------------------------------------------------------------------------
@@ -230,11 +273,12 @@ def bench_literal(world: World, scale: Scale, context: dict) -> None:
         literal()
         ours()
     times: dict = {literal: [], ours: []}
-    for i in range(scale.literal):  # side by side, alternating which goes first
-        for fn in (literal, ours) if i % 2 == 0 else (ours, literal):
-            t0 = time.perf_counter()
-            fn()
-            times[fn].append((time.perf_counter() - t0) * 1000)
+    with MachineCpu() as cpu:
+        for i in range(scale.literal):  # side by side, alternating which goes first
+            for fn in (literal, ours) if i % 2 == 0 else (ours, literal):
+                t0 = time.perf_counter()
+                fn()
+                times[fn].append((time.perf_counter() - t0) * 1000)
     lit, our = statistics.median(times[literal]), statistics.median(times[ours])
     emit(
         "match_speedup_vs_literal",
@@ -247,6 +291,7 @@ def bench_literal(world: World, scale: Scale, context: dict) -> None:
         repeats=scale.literal,
         big_tq_jobs=world.big_jobs,
         big_tq_priorities={str(p): n for p, n in sorted(world.big_priorities.items())},
+        **cpu.context(),
         **context,
     )
 
@@ -260,16 +305,21 @@ def bench_inprocess(scale: Scale, context: dict) -> None:
 
     resource, rng = Resource(**EVERYTHING), random.Random(12)
     times = []
-    for i in range(WARMUP + scale.matches):
+
+    def one() -> None:
         t0 = time.perf_counter()
-        m = match_job(resource, "bench-inprocess", rng)
-        elapsed = (time.perf_counter() - t0) * 1000
-        if m is None:
+        if match_job(resource, "bench-inprocess", rng) is None:
             raise SystemExit("no job for the in-process matches")
-        if i >= WARMUP:
-            times.append(elapsed)
+        times.append((time.perf_counter() - t0) * 1000)
+
+    for _ in range(WARMUP):
+        one()
+    del times[:]
+    with MachineCpu() as cpu:
+        for _ in range(scale.matches):
+            one()
     s = summary(times)
-    extra = {"matches": s["n"], "max_ms": s["max_ms"], **context}
+    extra = {"matches": s["n"], "max_ms": s["max_ms"], **cpu.context(), **context}
     emit("match_p50_ms", s["p50_ms"], "ms", p99_ms=s["p99_ms"], **extra)
     emit("match_p99_ms", s["p99_ms"], "ms", p50_ms=s["p50_ms"], **extra)
 
@@ -400,7 +450,8 @@ def bench_http(scale: Scale, context: dict) -> None:
     token = Token.objects.get(user__username="pilot").key
     vendor = connection.vendor
     connection.close()  # the servers get their own connections
-    s = summary(time_server(NODELAY, {}, token, scale.requests))
+    with MachineCpu() as cpu:
+        s = summary(time_server(NODELAY, {}, token, scale.requests))
     extra = {}
     if vendor == "postgresql":
         pooled = summary(time_server(NODELAY, {"DB_POOL": "1"}, token, scale.requests))
@@ -417,6 +468,7 @@ def bench_http(scale: Scale, context: dict) -> None:
         db_pool=os.environ.get("DB_POOL", ""),
         **extra,
         stock_runserver_p50_ms=stock["p50_ms"],
+        **cpu.context(),
         **context,
     )
 
@@ -435,7 +487,7 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
     import django
 
     django.setup()
-    from django.db import connections
+    from django.db import connection, connections
 
     from matcher.match import match_job
     from matcher.matching import Resource
@@ -446,12 +498,18 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
         m = match_job(resource, ref, rng)
         if m is not None:
             claimed.append(m.job.id)
+        backend = None
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_backend_pid()")
+                backend = cur.fetchone()[0]
         out.put(("ready", worker))
         go.wait()
         start = start_at.value
         while time.monotonic() < start:
             time.sleep(0.001)
         end = start + duration
+        cpu0, db_cpu0 = time.process_time(), backend_cpu_seconds(backend)
         while time.monotonic() < end:
             t0 = time.perf_counter()
             m = match_job(resource, ref, rng)
@@ -461,9 +519,12 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
                 break
             claimed.append(m.job.id)
         finished = time.monotonic()
+        cpu = time.process_time() - cpu0
+        db_cpu1 = backend_cpu_seconds(backend)
+        db_cpu = None if db_cpu0 is None or db_cpu1 is None else db_cpu1 - db_cpu0
     finally:
         connections.close_all()
-    out.put(("done", worker, claimed, times, finished, ran_dry))
+    out.put(("done", worker, claimed, times, finished, ran_dry, cpu, db_cpu))
 
 
 def run_processes(duration: float) -> dict:
@@ -481,7 +542,8 @@ def run_processes(duration: float) -> dict:
             out.get(timeout=120)
         start_at.value = time.monotonic() + 0.2
         go.set()
-        results = [out.get(timeout=duration + 120) for _ in procs]
+        with MachineCpu() as machine:
+            results = [out.get(timeout=duration + 120) for _ in procs]
     finally:
         for p in procs:
             p.join(60)
@@ -491,13 +553,23 @@ def run_processes(duration: float) -> dict:
         raise SystemExit(f"matcher processes exited with {[p.exitcode for p in procs]}")
     claimed = [job for r in results for job in r[2]]
     times = [t for r in results for t in r[3]]
+    timed = sum(len(r[3]) - r[5] for r in results)
+    elapsed = max(r[4] for r in results) - start_at.value
+    cpu = {**machine.context()}
+    if timed:
+        # CPU per match of the matcher processes and of their PostgreSQL backends; with the
+        # machine's busy cores, what else took the CPU meanwhile.
+        cpu["cpu_ms_per_match_python"] = round(sum(r[6] for r in results) * 1000 / timed, 3)
+        if all(r[7] is not None for r in results):
+            cpu["cpu_ms_per_match_postgres"] = round(sum(r[7] for r in results) * 1000 / timed, 3)
     return {
         "claimed": claimed,
         "times": times,
-        "timed": sum(len(r[3]) - r[5] for r in results),
-        "elapsed": max(r[4] for r in results) - start_at.value,
+        "timed": timed,
+        "elapsed": elapsed,
         "per_process": [len(r[3]) for r in sorted(results, key=lambda r: r[1])],
         "ran_dry": any(r[5] for r in results),
+        "cpu": cpu,
     }
 
 
@@ -544,6 +616,7 @@ def bench_processes(scale: Scale, context: dict) -> None:
             matches=r["timed"],
             matches_per_s=round(rate, 1),
             duplicates=check["claimed"] - check["distinct"],
+            **r["cpu"],
             **common,
         )
     else:
@@ -556,6 +629,7 @@ def bench_processes(scale: Scale, context: dict) -> None:
             p50_ms=s["p50_ms"],
             p99_ms=s["p99_ms"],
             max_ms=s["max_ms"],
+            **r["cpu"],
             **common,
         )
     emit("duplicates", check["claimed"] - check["distinct"], "jobs", **check, **common)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 
 INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST, JSON = (
     "int",
@@ -54,6 +54,9 @@ class Param:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     check: Callable[[Any], str | None] | None = field(default=None, compare=False)
+    # Checks against the database (e.g. that a named group exists), run only when a value is
+    # set: a stored value is never replaced by the default because the world changed since.
+    check_on_set: Callable[[Any], str | None] | None = field(default=None, compare=False)
 
     def coerce(self, raw: Any) -> Any:
         """Turn a JSON value, or the text of a form field, into a valid value of this parameter."""
@@ -109,8 +112,10 @@ def _coerce_kind(p: Param, raw: Any) -> Any:
     if kind == JSON:
         if isinstance(raw, str):
             try:
-                return json.loads(raw)
-            except json.JSONDecodeError as exc:
+                return json.loads(raw, parse_constant=_no_constant)
+            except ValueError as exc:
+                if not isinstance(exc, json.JSONDecodeError):
+                    raise ConfigError(p.name, str(exc)) from None
                 raise ConfigError(
                     p.name, f"not valid JSON: {exc.msg} (line {exc.lineno})"
                 ) from None
@@ -136,6 +141,10 @@ def _coerce_kind(p: Param, raw: Any) -> Any:
             raise ConfigError(p.name, "expected a list of text values")
         return [item.strip() for item in items]
     raise ConfigError(p.name, f"unknown parameter type {kind!r}")
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _to_int(name: str, raw: Any) -> int:
@@ -268,10 +277,25 @@ def get(name: str) -> Any:
 
 def set_value(name: str, raw: Any, user=None, comment: str = "") -> Any:
     """Validate and store a new version; returns the stored value. Raises ConfigError."""
-    from config.models import ParameterValue
 
     p = param(name)
     value = p.coerce(raw)
+    if p.check_on_set is not None:
+        problem = p.check_on_set(value)
+        if problem:
+            raise ConfigError(p.name, problem)
+    try:
+        _store(p, value, user, comment)
+    except IntegrityError:
+        _store(p, value, user, comment)  # a concurrent first edit took version 1: go after it
+    invalidate()
+    return value
+
+
+def _store(p: Param, value: Any, user, comment: str) -> None:
+    from config.models import ParameterValue
+
+    name = p.name
     with transaction.atomic():
         last = (
             ParameterValue.objects.select_for_update()
@@ -287,8 +311,6 @@ def set_value(name: str, raw: Any, user=None, comment: str = "") -> Any:
             comment=comment[:500],
             previous=last.value if last else p.default,
         )
-    invalidate()
-    return value
 
 
 def rollback(name: str, version: int, user=None) -> Any:

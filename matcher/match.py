@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
 import threading
 import time
@@ -21,8 +22,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
-from django.db.models import Count, Max, Q, Sum
+from django.db import DatabaseError, OperationalError, connection, transaction
+from django.db.models import Count, F, Max, Q, Sum
 
 from config import clock, gdpconfig
 from matcher import matching
@@ -36,6 +37,8 @@ from matcher.models import (
     TaskQueuePriorityCount,
 )
 from matcher.services import add_to_counts, drop_empty_taskqueues
+
+log = logging.getLogger(__name__)
 
 CANDIDATE_JOBS = 10  # the seed's "get the first ten and order them in random order"
 
@@ -55,12 +58,14 @@ class Match:
 
 
 def _marker() -> tuple:
-    """Changes whenever a TaskQueue appears or vanishes, a priority changes, or a group's
-    JobSharing property flips (which changes what private pilots may take)."""
+    """Changes whenever a TaskQueue appears or vanishes, any priority changes, or a group's
+    JobSharing property flips (which changes what private pilots may take). The priorities
+    enter weighted by id: their plain sum is the entities' shares, which stays put when
+    priority moves between the TaskQueues of one entity."""
     agg = TaskQueue.objects.aggregate(
         n=Count("id"),
         top=Max("id"),
-        prio=Sum("priority"),
+        prio=Sum(F("id") * F("priority")),
         sharing=Sum("id", filter=Q(owner_group__job_sharing=True)),
     )
     return (agg["n"], agg["top"], agg["prio"], agg["sharing"])
@@ -247,6 +252,14 @@ def _claim_postgresql(tq_id, priority, rng, fields) -> MatchedJob | None:
 
 def _claim_orm(tq_id, priority, rng, fields) -> MatchedJob | None:
     """The same claim for SQLite, whose writes are serialised (BEGIN IMMEDIATE)."""
+    while True:
+        found, took_any = _claim_orm_once(tq_id, priority, rng, fields)
+        if found is not None or not took_any:
+            return found
+        # Only stray memberships (jobs no longer waiting) were among the ten: look again.
+
+
+def _claim_orm_once(tq_id, priority, rng, fields):
     with transaction.atomic():
         candidates = list(
             TaskQueueJob.objects.select_for_update(skip_locked=True)
@@ -255,9 +268,11 @@ def _claim_orm(tq_id, priority, rng, fields) -> MatchedJob | None:
             .values_list("job_id", flat=True)[:CANDIDATE_JOBS]
         )
         rng.shuffle(candidates)
+        took_any = False
         for job_id in candidates:
             if TaskQueueJob.objects.filter(job_id=job_id).delete()[0] != 1:
                 continue  # taken meanwhile
+            took_any = True
             add_to_counts(Counter({(tq_id, priority): -1}))
             moved = Job.objects.filter(pk=job_id, status=JobStatus.ACTIVATED).update(
                 status=JobStatus.SENT,
@@ -289,8 +304,8 @@ def _claim_orm(tq_id, priority, rng, fields) -> MatchedJob | None:
                 site=job.site,
                 grid_ce=job.grid_ce,
                 requirements=job.requirements(),
-            )
-    return None
+            ), True
+    return None, took_any
 
 
 def match_job(
@@ -313,13 +328,22 @@ def match_job(
                 job = _claim(tq.id, priority, resource, pilot_reference, rng)
                 if job is not None:
                     if sum(counts.values()) == 1:
-                        drop_empty_taskqueues([tq.id])  # that was its last job
+                        _drop_quietly([tq.id])  # that was its last job
                     return Match(job=job, task_queue_id=tq.id)
                 counts.pop(priority)  # nothing free at this priority now
             exhausted.append(tq.id)
     if exhausted:
-        drop_empty_taskqueues(exhausted)  # only those really empty go
+        _drop_quietly(exhausted)  # only those really empty go
     return None
+
+
+def _drop_quietly(tq_ids) -> None:
+    """Housekeeping after a claim has committed: a failure here must not lose the pilot its
+    job (the cleanup cycle drops empty TaskQueues anyway)."""
+    try:
+        drop_empty_taskqueues(tq_ids)
+    except DatabaseError:
+        log.warning("could not drop empty TaskQueues %s now", tq_ids, exc_info=True)
 
 
 def explain(definition: matching.TQ, resources) -> list[dict]:

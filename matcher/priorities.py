@@ -110,7 +110,8 @@ def priorities_cycle() -> dict:
     """Run the share correctors on the usage history, then recompute every priority."""
     loads = taskqueue_loads()
     factors = share_services.run_correctors(waiting_entities(loads))
-    result = recompute_priorities(corrections=factors or None)
+    # The factors of this run, even none: an empty run must not leave older factors applied.
+    result = recompute_priorities(corrections=factors)
     return {"taskqueues": len(result), "corrected_entities": len(factors)}
 
 

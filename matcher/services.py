@@ -10,7 +10,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db import DatabaseError, IntegrityError, OperationalError, connection, transaction
 from django.db.models import Count, Exists, OuterRef
 
 from config import clock, gdpconfig
@@ -61,7 +61,7 @@ def taskqueues_for(definitions: Sequence[dict]) -> list[TaskQueue]:
         found.update({tq.key: tq for tq in TaskQueue.objects.filter(key__in=missing)})
         # A TaskQueue appeared: its group's priorities change (new entity, new J values).
         groups = {d["owner_group_id"] for k, d in keyed.items() if k in missing}
-        transaction.on_commit(lambda: _taskqueues_changed(groups))
+        transaction.on_commit(lambda: _taskqueues_changed(groups), robust=True)
     return [found[taskqueues.definition_key(d)] for d in definitions]
 
 
@@ -184,8 +184,17 @@ def drop_empty_taskqueues(tq_ids: Iterable[int]) -> list[int]:
                 TaskQueue.objects.filter(pk__in=empty).values_list("owner_group_id", flat=True)
             )
             TaskQueue.objects.filter(pk__in=empty).delete()
-            transaction.on_commit(lambda: _taskqueues_changed(groups))
+            transaction.on_commit(lambda: _taskqueues_changed(groups), robust=True)
     return empty
+
+
+def _housekeeping(fn, *args) -> None:
+    """Work after an action has committed: its failure must not turn a done action into an
+    error (the cleanup and priorities cycles repair the rest)."""
+    try:
+        fn(*args)
+    except DatabaseError:
+        log.warning("housekeeping %s%s failed", fn.__name__, args, exc_info=True)
 
 
 def _taskqueues_changed(group_ids) -> None:
@@ -242,7 +251,7 @@ def kill_job(job_id: int, user, reason: str = "") -> Job:
             raise JobActionError(f"job {job_id} is already {job.status}")
         _change_status(job, JobStatus.CANCELLED, reason or f"killed by {user.get_username()}")
     if left and job.task_queue_id:
-        drop_empty_taskqueues([job.task_queue_id])
+        _housekeeping(drop_empty_taskqueues, [job.task_queue_id])
     return job
 
 
@@ -292,7 +301,7 @@ def reschedule_job(job_id: int, user) -> Job:
 
     job = _retry_on_race(attempt)
     if old_tq and old_tq != job.task_queue_id:
-        drop_empty_taskqueues([old_tq])
+        _housekeeping(drop_empty_taskqueues, [old_tq])
     return job
 
 
@@ -353,12 +362,19 @@ def taskqueue_cleanup() -> dict:
     )
     segments = gdpconfig.get("CPUSegments")
     for pk in orphans:
-        with transaction.atomic():
-            job = Job.objects.select_for_update().get(pk=pk)
-            if job.status != JobStatus.ACTIVATED or TaskQueueJob.objects.filter(job_id=pk).exists():
-                continue
-            tq = _join_taskqueue(job, segments)
-            Job.objects.filter(pk=pk).update(task_queue=tq)
+
+        def reenqueue(pk=pk):
+            with transaction.atomic():
+                job = Job.objects.select_for_update().get(pk=pk)
+                if (
+                    job.status != JobStatus.ACTIVATED
+                    or TaskQueueJob.objects.filter(job_id=pk).exists()
+                ):
+                    return
+                tq = _join_taskqueue(job, segments)
+                Job.objects.filter(pk=pk).update(task_queue=tq)
+
+        _retry_on_race(reenqueue)
     stray = TaskQueueJob.objects.exclude(job__status=JobStatus.ACTIVATED)
     stray_tqs = set(stray.values_list("task_queue_id", flat=True))
     removed_members = stray.delete()[0] if stray_tqs else 0

@@ -10,6 +10,7 @@ the weighted sum of the slice corrections (weights normalised), clamped to
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -95,12 +96,25 @@ INSTANCE_KEYS = {"Group", "MaxGlobalCorrectionFactor"}
 SLICE_KEYS = {"TimeSpan", "Weight", "MaxCorrection"}
 
 
+MAX_TIME_SPAN = 366 * 86400  # a year: longer than any usage history kept
+
+
 def _number(path: str, value, minimum: float, strict: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{path} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{path} must be a finite number, got {value}")
     if value < minimum or (strict and value == minimum):
         raise ValueError(f"{path} must be {'>' if strict else '≥'} {minimum:g}, got {value}")
     return float(value)
+
+
+def _time_span(path: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{path} must be a whole number of seconds, got {value!r}")
+    if not 1 <= value <= MAX_TIME_SPAN:
+        raise ValueError(f"{path} must be between 1 and {MAX_TIME_SPAN} s, got {value}")
+    return value
 
 
 def parse_instances(config) -> list[Instance]:
@@ -135,7 +149,7 @@ def parse_instances(config) -> list[Instance]:
             slices.append(
                 Slice(
                     name=key,
-                    time_span=int(_number(f"{name}.{key}.TimeSpan", sl.get("TimeSpan"), 0, True)),
+                    time_span=_time_span(f"{name}.{key}.TimeSpan", sl.get("TimeSpan")),
                     weight=_number(f"{name}.{key}.Weight", sl.get("Weight"), 0),
                     max_correction=_number(
                         f"{name}.{key}.MaxCorrection", sl.get("MaxCorrection"), 1.0

@@ -7,15 +7,19 @@ from shares.priorities import AVG, SUM
 
 def _check_wmshistory(value) -> str | None:
     try:
-        instances = parse_instances(value)
+        parse_instances(value)
     except ValueError as exc:
         return str(exc)
-    from django.apps import apps
+    return None
+
+
+def _check_wmshistory_groups(value) -> str | None:
+    """On an edit: each instance's Group exists and has no JobSharing."""
     from django.db import DatabaseError
 
-    if not apps.ready:
-        return None  # the default, checked at start-up: groups are checked on every edit
     from shares.models import GridGroup
+
+    instances = parse_instances(value)
 
     for inst in instances:
         if inst.group is None:
@@ -79,6 +83,7 @@ register(
             "MaxCorrection}."
         ),
         check=_check_wmshistory,
+        check_on_set=_check_wmshistory_groups,
     )
 )
 register(

@@ -3,6 +3,7 @@ correctors run against it."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -33,6 +34,8 @@ def update_group(group: GridGroup, changes: dict, user=None, comment: str = "") 
         if name == "job_share":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ShareError(name, f"must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ShareError(name, f"must be a finite number, got {value}")
             if value < 0:
                 raise ShareError(name, f"must not be negative, got {value}")
         elif not isinstance(value, EDITABLE[name]):
@@ -61,7 +64,9 @@ def update_group(group: GridGroup, changes: dict, user=None, comment: str = "") 
         if changed:
             locked.save(update_fields=changed)
             if set(changed) & {"job_share", "job_sharing"}:
-                transaction.on_commit(lambda: shares_changed.send(None, group_ids=[locked.pk]))
+                transaction.on_commit(
+                    lambda: shares_changed.send(None, group_ids=[locked.pk]), robust=True
+                )
     return locked
 
 
@@ -144,6 +149,12 @@ def average_usage(span_seconds: int, now: datetime | None = None) -> dict:
     return dict(out)
 
 
+def correction_active() -> bool:
+    return gdpconfig.get("EnableSharesCorrection") and "WMSHistory" in gdpconfig.get(
+        "ShareCorrectorsToStart"
+    )
+
+
 def run_correctors(waiting: dict[int, set[int]], now: datetime | None = None) -> dict:
     """Compute and store the corrections for the entities with waiting jobs.
 
@@ -151,9 +162,7 @@ def run_correctors(waiting: dict[int, set[int]], now: datetime | None = None) ->
     {(group, None) or (group, user): factor}; {} when correction is off.
     """
     now = now or clock.now()
-    if not gdpconfig.get("EnableSharesCorrection"):
-        return {}
-    if "WMSHistory" not in gdpconfig.get("ShareCorrectorsToStart"):
+    if not correction_active():
         return {}
     instances = corrections.parse_instances(gdpconfig.get("WMSHistory"))
     groups = {g.pk: g for g in GridGroup.objects.filter(pk__in=waiting)}
@@ -201,7 +210,7 @@ def run_correctors(waiting: dict[int, set[int]], now: datetime | None = None) ->
 
 def latest_corrections() -> dict[tuple[int, int | None], float]:
     """The factors of the last corrector run, {} when correction is off."""
-    if not gdpconfig.get("EnableSharesCorrection"):
+    if not correction_active():
         return {}
     last = CorrectionRecord.objects.order_by("-at").values_list("at", flat=True).first()
     if last is None:

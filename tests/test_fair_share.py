@@ -212,3 +212,39 @@ def test_staff_edit_a_jobshare_on_the_shares_page(
     assert prio(grid["e1"]) == pytest.approx(450)
     client.force_login(users["alice"])
     assert client.post(f"/shares/groups/{mc.pk}/", {"job_share": "1"}).status_code == 403
+
+
+def test_emptying_share_correctors_to_start_removes_the_corrections(grid, users):
+    gdpconfig.set_value("EnableSharesCorrection", True)
+    data = GridGroup.objects.get(name="lhcb_data")
+    services.record_usage([(data.pk, users["dave"].pk, 100)])
+    run_cycle("priorities")
+    assert prio(grid["d1"]) != pytest.approx(40000)
+    gdpconfig.set_value("ShareCorrectorsToStart", [])
+    run_cycle("priorities")
+    assert prio(grid["d1"]) == pytest.approx(40000)
+    recompute_priorities()  # as a TaskQueue appearing would: still no stale factor
+    assert prio(grid["d1"]) == pytest.approx(40000)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_recompute_after_commit_neither_fails_nor_repeats_a_submission(
+    users, monkeypatch
+):
+    from django.db import OperationalError
+
+    import matcher.priorities
+
+    def broken(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(matcher.priorities, "recompute_priorities", broken)
+    from matcher import services
+    from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
+
+    s = JobSubmitSerializer(
+        data={"cpu_time": 100}, context={"submission": SubmissionContext(users["alice"])}
+    )
+    s.is_valid(raise_exception=True)
+    jobs = services.submit_jobs(users["alice"], [s.validated_data])
+    assert len(jobs) == 1 and Job.objects.count() == 1

@@ -6,6 +6,7 @@ are serialised by BEGIN IMMEDIATE), smaller, to show the same code path is corre
 
 import multiprocessing
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -89,7 +90,11 @@ def test_four_postgresql_matchers_make_20000_claims_without_duplicates_or_losses
     from matcher import bulk
     from matcher.models import Job
 
-    bulk.load_jobs(20_000, seed=4, batch_size=5_000)
+    # A generic pilot never takes private-only TaskQueues: none here, so every job is takeable.
+    templates = bulk.make_templates(random.Random(4))
+    for t in templates:
+        t.requirements["pilot_types"] = []
+    bulk.load_jobs(20_000, seed=4, batch_size=5_000, templates=templates)
     submitted = set(Job.objects.values_list("pk", flat=True))
     claimed, per_worker = _run(connection.settings_dict["NAME"], None)
     assert len(claimed) == 20_000
@@ -107,10 +112,13 @@ def test_four_sqlite_matchers_on_one_file_are_correct(tmp_path):
         subprocess.run(
             [python, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True
         )
-    claimed, _ = _run(None, str(db))
     import sqlite3
 
     con = sqlite3.connect(db)
+    # A generic pilot never takes private-only TaskQueues: make every job takeable.
+    con.execute("UPDATE matcher_taskqueue SET pilot_types = '[]'")
+    con.commit()
+    claimed, _ = _run(None, str(db))
     statuses = dict(con.execute("SELECT status, COUNT(*) FROM matcher_job GROUP BY status"))
     members = con.execute("SELECT COUNT(*) FROM matcher_taskqueuejob").fetchone()[0]
     sent = {r[0] for r in con.execute("SELECT id FROM matcher_job WHERE status = 'sent'")}

@@ -105,3 +105,33 @@ def test_reads_are_served_from_memory_between_refreshes(db, django_assert_num_qu
 def test_every_registered_default_passes_its_own_validation(world):
     for p in gdpconfig.REGISTRY.values():
         assert p.coerce(p.default) == p.default
+
+
+def test_json_parameters_refuse_nan_and_infinity(db):
+    from config.gdpconfig import param
+
+    with pytest.raises(ConfigError, match="NaN"):
+        param("WMSHistory").coerce('{"G": {"MaxGlobalCorrectionFactor": NaN}}')
+
+
+def test_a_stored_corrector_stays_in_force_when_its_group_later_gets_jobsharing(users):
+    from shares import services
+    from shares.models import GridGroup
+
+    mine = {
+        "Mine": {
+            "MaxGlobalCorrectionFactor": 1.5,
+            "H": {"TimeSpan": 3600, "Weight": 1, "MaxCorrection": 2},
+        },
+        "U": {
+            "Group": "lhcb_user",
+            "MaxGlobalCorrectionFactor": 1.5,
+            "H": {"TimeSpan": 3600, "Weight": 1, "MaxCorrection": 2},
+        },
+    }
+    gdpconfig.set_value("WMSHistory", mine)
+    services.update_group(GridGroup.objects.get(name="lhcb_user"), {"job_sharing": True})
+    gdpconfig.invalidate()
+    assert gdpconfig.get("WMSHistory") == mine  # not silently replaced by the seed's example
+    with pytest.raises(ConfigError, match="JobSharing"):
+        gdpconfig.set_value("WMSHistory", mine)  # but a new edit is checked against it

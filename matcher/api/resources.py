@@ -59,10 +59,17 @@ class ResourceDescriptionSerializer(RejectUnknownFieldsMixin, serializers.Serial
             found = ComputingElement.objects.filter(name=ce).select_related("site").first()
             if found is None:
                 raise serializers.ValidationError({"grid_ce": [f"Unknown CE {ce}."]})
-            if not matching.is_any(attrs["site"]) and found.site.name != attrs["site"]:
+            if matching.is_any(attrs["site"]):
+                attrs["site"] = found.site.name  # the CE says where the pilot is
+            elif found.site.name != attrs["site"]:
                 raise serializers.ValidationError(
                     {"grid_ce": [f"CE {ce} belongs to {found.site.name}, not {attrs['site']}."]}
                 )
+        if self.context.get("claim") and matching.is_any(attrs["site"]):
+            # A pilot that takes a job runs somewhere: "any" would skip the banned-sites rule.
+            raise serializers.ValidationError(
+                {"site": ['A pilot asking for a job names its site (or its CE), not "any".']}
+            )
         attrs.setdefault("setup", gdpconfig.get("DefaultSetup"))
         return attrs
 
@@ -103,6 +110,9 @@ class ResourceDescriptionSerializer(RejectUnknownFieldsMixin, serializers.Serial
                     {"owner_dn": ["A private pilot runs only its own credential's jobs."]}
                 )
             owner_id, group_id, private = user.pk, groups[name].pk, True
+        pilot_type = a.get("pilot_type")
+        if private and pilot_type is None:
+            pilot_type = "private"
         return matching.Resource(
             site=a["site"],
             grid_ce=a.get("grid_ce"),
@@ -110,7 +120,7 @@ class ResourceDescriptionSerializer(RejectUnknownFieldsMixin, serializers.Serial
             cpu_time=a["cpu_time"],
             platforms=frozenset(a.get("platform", [])),
             tags=frozenset(a.get("tag", [])),
-            pilot_type=a.get("pilot_type"),
+            pilot_type=pilot_type,
             owner_id=owner_id,
             owner_group_id=group_id,
             private=private,

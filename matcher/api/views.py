@@ -17,6 +17,7 @@ class JobViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Jobs: submit (one or a list, all or nothing), list, read, kill, reschedule."""
 
     filterset_class = JobFilterSet
+    lookup_value_regex = r"\d+"
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
@@ -81,6 +82,7 @@ class JobViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
 class TaskQueueViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = TaskQueueFilterSet
+    lookup_value_regex = r"\d+"
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
@@ -118,7 +120,7 @@ class MatchViewSet(viewsets.ViewSet):
         },
     )
     def create(self, request):
-        body = r.ResourceDescriptionSerializer(data=request.data)
+        body = r.ResourceDescriptionSerializer(data=request.data, context={"claim": True})
         body.is_valid(raise_exception=True)
         resource = body.resource(request.user)
         found = match.match_job(resource, body.validated_data.get("pilot_reference", ""))

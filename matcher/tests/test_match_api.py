@@ -237,3 +237,40 @@ def test_the_readme_pilot_example_gets_a_job(client, submit):
         HTTP_AUTHORIZATION=f"Token {r.json()['token']}",
     )
     assert r.status_code == 200 and r.json()["id"] == job.pk
+
+
+def test_a_generic_pilot_saying_any_or_private_still_gets_no_private_only_job(pilot, submit):
+    submit("alice", cpu_time=100, pilot_types=["private"])
+    for pilot_type in ("any", "private"):
+        r = pilot.post(URL, {**CERN, "pilot_type": pilot_type}, format="json")
+        assert r.status_code == 204
+
+
+def test_a_pilot_cannot_escape_banned_sites_with_site_any(pilot, submit):
+    job = submit("alice", cpu_time=100, banned_sites=["LCG.CERN.ch"])
+    r = pilot.post(URL, {**CERN, "site": "any"}, format="json")
+    assert r.status_code == 204  # the CE places the pilot at CERN, which the job bans
+    r = pilot.post(URL, {"site": "any", "cpu_time": 86400}, format="json")
+    assert r.status_code == 400 and "site" in r.data
+    job.refresh_from_db()
+    assert job.status == "activated"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/jobs/abc/kill/", "/api/v1/jobs/1e3/reschedule/"])
+def test_a_job_action_on_a_non_numeric_id_answers_404(api, users, path):
+    assert api(users["alice"]).post(path).status_code == 404
+
+
+def test_the_matcher_sees_priorities_move_inside_one_entity(users, submit):
+    from matcher.priorities import recompute_priorities
+
+    a = submit("alice", cpu_time=100)
+    b = submit("alice", cpu_time=100, tags=["GPU"])
+    recompute_priorities()
+    before = {t.id: t.priority for t in match.taskqueue_definitions()}
+    assert before[a.task_queue_id] == pytest.approx(before[b.task_queue_id])
+    for _ in range(9):
+        submit("alice", cpu_time=100, tags=["GPU"])
+    recompute_priorities()  # alice's share is the same; it moves between her TaskQueues
+    after = {t.id: t.priority for t in match.taskqueue_definitions()}
+    assert after[b.task_queue_id] == pytest.approx(10 * after[a.task_queue_id])

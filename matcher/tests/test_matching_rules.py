@@ -70,11 +70,19 @@ def test_the_cpu_segment_must_not_exceed_the_resource_cpu_time(cpu, expected):
 
 def test_pilot_type_must_be_accepted_by_the_taskqueue():
     private_only = tq(pilot_types=["private"])
-    assert rule(private_only, res(pilot_type="private")) is None
-    assert rule(private_only, res(pilot_type="generic")) == "PilotType"
-    assert rule(private_only, res(pilot_type=None)) == "PilotType"
-    assert rule(private_only, res(pilot_type="Any")) is None
+    mine = dict(private=True, owner_id=10, owner_group_id=20)
+    assert rule(private_only, res(pilot_type="private", **mine)) is None
+    assert rule(private_only, res(pilot_type="generic", **mine)) == "PilotType"
+    assert rule(private_only, res(pilot_type=None, **mine)) == "PilotType"
+    assert rule(private_only, res(pilot_type="Any", **mine)) is None
+    assert rule(tq(pilot_types=["sam"]), res(pilot_type="sam")) is None
     assert rule(tq(), res(pilot_type="generic")) is None
+
+
+def test_a_generic_pilot_never_takes_a_private_only_taskqueue_even_with_any():
+    private_only = tq(pilot_types=["private"])
+    assert rule(private_only, res(pilot_type="private")) == "PilotType"
+    assert rule(private_only, res(pilot_type="any")) == "PilotType"
 
 
 def test_site_must_be_accepted_and_an_empty_sites_list_accepts_any():

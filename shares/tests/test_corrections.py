@@ -156,3 +156,29 @@ def test_the_seed_example_configuration_parses():
 def test_a_bad_corrector_configuration_names_the_offending_option(config, message):
     with pytest.raises(ValueError, match=message):
         parse_instances(config)
+
+
+@pytest.mark.parametrize(
+    ("span", "message"),
+    [(10**11, "between"), (0.5, "whole number"), (0, "between"), (float("inf"), "whole number")],
+)
+def test_a_time_span_must_be_whole_seconds_up_to_a_year(span, message):
+    config = {
+        "I": {
+            "MaxGlobalCorrectionFactor": 3,
+            "S": {"TimeSpan": span, "Weight": 1, "MaxCorrection": 2},
+        }
+    }
+    with pytest.raises(ValueError, match=message):
+        parse_instances(config)
+
+
+def test_non_finite_numbers_are_refused():
+    config = {
+        "I": {
+            "MaxGlobalCorrectionFactor": float("nan"),
+            "S": {"TimeSpan": 60, "Weight": 1, "MaxCorrection": 2},
+        }
+    }
+    with pytest.raises(ValueError, match="finite"):
+        parse_instances(config)
