@@ -4,4 +4,6 @@ SCHEDULES = {
     "taskqueue_cleanup": 5,
     "priorities": 2,
     "usage_sampling": 1,
+    "director": 1,
+    "pilot_status": 1,
 }

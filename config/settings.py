@@ -181,6 +181,8 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "matcher.models.JobStatus.choices",
         "CycleRunStatusEnum": "config.models.CYCLE_STATUS_CHOICES",
         "ComputingElementStatusEnum": "matcher.models.CE_STATUS_CHOICES",
+        "PilotStatusEnum": "matcher.models.PilotStatus.choices",
+        "JobReportStatusEnum": "matcher.api.pilots.JOB_REPORT_CHOICES",
     },
 }
 

@@ -9,11 +9,12 @@ from config.permissions import StaffOnly, StaffWriteOrReadOnly
 from matcher import match, selectors, services
 from matcher.api import resources as r
 from matcher.api import serializers as s
+from matcher.api.pilots import JobReportsMixin
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
 from matcher.models import ComputingElement, Job, Site, TaskQueue
 
 
-class JobViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class JobViewSet(JobReportsMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Jobs: submit (one or a list, all or nothing), list, read, kill, reschedule."""
 
     filterset_class = JobFilterSet
