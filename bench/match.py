@@ -558,10 +558,15 @@ def run_processes(duration: float) -> dict:
     cpu = {**machine.context()}
     if timed:
         # CPU per match of the matcher processes and of their PostgreSQL backends; with the
-        # machine's busy cores, what else took the CPU meanwhile.
-        cpu["cpu_ms_per_match_python"] = round(sum(r[6] for r in results) * 1000 / timed, 3)
+        # machine's busy cores, what else took the CPU meanwhile (others_cores).
+        ours = sum(r[6] for r in results)
+        cpu["cpu_ms_per_match_python"] = round(ours * 1000 / timed, 3)
         if all(r[7] is not None for r in results):
-            cpu["cpu_ms_per_match_postgres"] = round(sum(r[7] for r in results) * 1000 / timed, 3)
+            backends = sum(r[7] for r in results)
+            cpu["cpu_ms_per_match_postgres"] = round(backends * 1000 / timed, 3)
+            ours += backends
+        if "machine_busy_cores" in cpu:
+            cpu["others_cores"] = round(max(0.0, cpu["machine_busy_cores"] - ours / elapsed), 2)
     return {
         "claimed": claimed,
         "times": times,

@@ -6,6 +6,7 @@ SQLite is the default so that a fresh checkout runs with no service; set DATABAS
 
 import os
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -103,7 +104,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"
         ),
     }
-    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("SQLITE_TEST_PATH") or None}
+    # Tests use a file, not memory: the live server's threads and the pilot processes then
+    # share one database with WAL and the busy timeout, as in production.
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.environ.get("SQLITE_TEST_PATH")
+        or str(Path(tempfile.gettempdir()) / f"gridwms-test-{os.getpid()}.sqlite3")
+    }
 elif env_bool("DB_POOL", False):
     DATABASES["default"]["OPTIONS"] = {"pool": True}
 

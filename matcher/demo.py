@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
@@ -100,6 +102,19 @@ def create_world() -> dict:
             },
         )
     users = [_user(name, groups, gnames) for name, gnames in USERS]
+    # Pilot credentials: a month left for everyone, but bob's expires in two days (the
+    # director skips his private pilots and says why).
+    from config import clock
+    from matcher.models import Credential
+
+    for user in users:
+        for group in user.grid_groups.all():
+            days = 2 if user.username == "bob" else 30
+            Credential.objects.get_or_create(
+                dn=user.dn,
+                group=group,
+                defaults={"expires": clock.now() + timedelta(days=days)},
+            )
     admin = _user(
         "admin",
         groups,

@@ -24,7 +24,21 @@ class Client:
         self.token = token
         self.timeout = timeout
 
-    def post(self, path: str, body: dict) -> tuple[int, dict]:
+    def post(self, path: str, body: dict, attempts: int = 4) -> tuple[int, dict]:
+        """POST, retried with a growing pause on a server error or a lost connection."""
+        for attempt in range(attempts):
+            try:
+                status, answer = self._post(path, body)
+            except (urllib.error.URLError, TimeoutError, ConnectionError):
+                if attempt == attempts - 1:
+                    raise
+                status, answer = 599, {}
+            if status < 500 or attempt == attempts - 1:
+                return status, answer
+            time.sleep(0.5 * 2**attempt)
+        return status, answer
+
+    def _post(self, path: str, body: dict) -> tuple[int, dict]:
         request = urllib.request.Request(
             f"{self.url}{path}",
             data=json.dumps(body).encode(),

@@ -1,0 +1,92 @@
+"""A real pilot process finishes real jobs over HTTP against a live server: the director's
+local backend starts `manage.py pilot`, which matches, reports and runs the jobs."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from config import gdpconfig
+from config.cycles import run_cycle
+from matcher.models import Job, Pilot
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _wait_for(predicate, seconds=90):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def test_the_local_backend_starts_real_pilots_that_finish_jobs(live_server, submit):
+    for _ in range(3):
+        submit("alice", cpu_time=100, sites=["LCG.CERN.ch"])
+    gdpconfig.set_value("PrivatePilotFraction", 0.0)
+    gdpconfig.set_value("DefaultSubmitPools", ["Local"])
+    gdpconfig.set_value("pilotsPerIteration", 2.0)
+    gdpconfig.set_value("LocalPilotURL", live_server.url)
+    gdpconfig.set_value("LocalPilotMaxSeconds", 60)
+    run = run_cycle("director")
+    assert run.status == "success", run.error
+    assert Pilot.objects.filter(grid_type="Local").exists()
+    assert _wait_for(lambda: Job.objects.filter(status="finished").count() == 3)
+    job = Job.objects.first()
+    assert [h.to_status for h in job.history.all()] == [
+        "activated",
+        "sent",
+        "starting",
+        "running",
+        "finished",
+    ]
+    assert job.heartbeat is not None
+    assert _wait_for(lambda: not Pilot.objects.exclude(status="Done").exists(), 30)
+
+
+def test_a_pilot_run_by_hand_reports_only_its_own_jobs(live_server, submit, users):
+    from rest_framework.authtoken.models import Token
+
+    mine = submit("alice", cpu_time=100)
+    token = Token.objects.get(user=users["pilot"]).key
+    out = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "pilot",
+            "--url",
+            live_server.url,
+            "--token",
+            token,
+            "--site",
+            "LCG.CERN.ch",
+            "--ce",
+            "ce504.cern.ch",
+            "--max-seconds",
+            "60",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "1 jobs done" in out.stdout
+    mine.refresh_from_db()
+    assert mine.status == "finished"
+    # Another credential cannot report on that job.
+    from rest_framework.test import APIClient
+
+    other = APIClient()
+    other.force_authenticate(users["bob"])
+    r = other.post(
+        f"/api/v1/jobs/{mine.pk}/status/",
+        {"status": "failed", "pilot_reference": mine.pilot_reference},
+        format="json",
+    )
+    assert r.status_code == 403
