@@ -87,3 +87,31 @@ def corrections_figure(history: dict) -> go.Figure:
     fig.add_hline(y=1.0, line={"color": "#9ca3af", "dash": "dot"})
     fig.update_yaxes(title="correction factor", type="log")
     return _layout(fig)
+
+
+def director_figure(rows: list[dict]) -> go.Figure:
+    """Pilots submitted per director cycle, stacked per TaskQueue (the busiest ones; the rest
+    as "other")."""
+    totals: dict[int, int] = {}
+    for r in rows:
+        totals[r["task_queue_id"]] = totals.get(r["task_queue_id"], 0) + r["submitted"]
+    top = sorted(totals, key=totals.get, reverse=True)[:8]
+    runs = sorted({r["at"] for r in rows})
+    series: dict[str, dict] = {}
+    for r in rows:
+        name = f"TQ {r['task_queue_id']}" if r["task_queue_id"] in top else "other"
+        series.setdefault(name, {})
+        series[name][r["at"]] = series[name].get(r["at"], 0) + r["submitted"]
+    fig = go.Figure()
+    for i, (name, by_run) in enumerate(sorted(series.items())):
+        fig.add_trace(
+            go.Bar(
+                x=runs,
+                y=[by_run.get(t, 0) for t in runs],
+                name=name,
+                marker_color=PALETTE[i % len(PALETTE)] if name != "other" else "#9ca3af",
+            )
+        )
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title="pilots submitted")
+    return _layout(fig)

@@ -130,26 +130,25 @@ def world_is_empty() -> bool:
     return not Site.objects.exists() and not Job.objects.exists()
 
 
-def first_pilots(per_ce: int = 40, seed: int = 2026) -> int:
-    """A first wave of generic pilots, one batch per active CE, each asking the matcher for a
-    job as a real pilot would: the demo opens with jobs matched, usage sampled and priorities
-    corrected, rather than a still picture. Returns the number of jobs matched."""
+def first_pilots(seed: int = 2026) -> int:
+    """A first director cycle, and the simulated CEs' first steps with it (pilots scheduled,
+    then running and matching jobs), so that the demo opens on a grid at work: pilots running
+    jobs, usage sampled and priorities corrected. Returns the number of jobs started."""
     import random
 
-    from config import gdpconfig
+    from config import clock, gdpconfig
     from config.cycles import run_cycle
     from config.models import ParameterValue
-    from matcher.match import ce_resources, match_job
+    from matcher.models import Job, JobStatus, Pilot
+    from matcher.pilots import director_cycle, simulated_ce_cycle
 
     if not ParameterValue.objects.filter(name="EnableSharesCorrection").exists():
         gdpconfig.set_value("EnableSharesCorrection", True, comment="demo world: correction on")
     rng = random.Random(seed)
-    matched = 0
-    for _site, ce, resource in ce_resources():
-        for i in range(per_ce):
-            if match_job(resource, f"demo://{ce}/{i}", rng=rng) is None:
-                break
-            matched += 1
+    director_cycle(rng=rng)
+    for _ in range(2):  # Submitted -> Scheduled -> Running, without waiting for the CE
+        Pilot.objects.filter(grid_type="Simulated").update(next_event=clock.now())
+        simulated_ce_cycle(rng=rng)
     run_cycle("usage_sampling")
     run_cycle("priorities")
-    return matched
+    return Job.objects.filter(status=JobStatus.RUNNING).count()

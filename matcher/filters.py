@@ -5,7 +5,7 @@ import json
 import django_filters
 from django.db.models import Q
 
-from matcher.models import Job, JobStatus, TaskQueue
+from matcher.models import Job, JobStatus, Pilot, PilotStatus, TaskQueue
 
 
 def _listed(field: str, value: str) -> Q:
@@ -52,3 +52,15 @@ class TaskQueueFilterSet(django_filters.FilterSet):
         return queryset.filter(Q(sites=[]) | _listed("sites", value)).exclude(
             _listed("banned_sites", value)
         )
+
+
+class PilotFilterSet(django_filters.FilterSet):
+    status = django_filters.MultipleChoiceFilter(choices=PilotStatus.choices, distinct=False)
+    site = django_filters.CharFilter()
+    ce = django_filters.CharFilter(label="CE")
+    task_queue = django_filters.NumberFilter(field_name="task_queue_id", label="TaskQueue")
+    submit_pool = django_filters.CharFilter()
+
+    class Meta:
+        model = Pilot
+        fields = ["status", "site", "ce", "task_queue", "submit_pool"]

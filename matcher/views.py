@@ -14,7 +14,7 @@ from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
 from matcher.forms import JDLForm, JobSubmitForm, ResourceForm
 from matcher.jdl import JDLError, parse_jdl
-from matcher.models import ComputingElement, Job, Site
+from matcher.models import PILOT_WAITING_STATES, ComputingElement, Job, Pilot, Site
 
 
 def home(request):
@@ -52,6 +52,9 @@ def job_detail(request, pk):
         .first(),
         "can_act": services.can_act_on(request.user, job),
         "analysis": match.analyse_job(job),
+        "pilot": Pilot.objects.filter(reference=job.pilot_reference).first()
+        if job.pilot_reference
+        else None,
     }
     return render(request, "matcher/job_detail.html", context)
 
@@ -148,6 +151,9 @@ def taskqueue_detail(request, pk):
         "jobs": Job.objects.visible_to(request.user)
         .filter(task_queue_id=tq.pk, status="activated")
         .order_by("id")[:20],
+        "waiting_pilots": Pilot.objects.filter(
+            task_queue_id=tq.pk, status__in=PILOT_WAITING_STATES
+        ).count(),
     }
     return render(request, "matcher/taskqueue_detail.html", context)
 

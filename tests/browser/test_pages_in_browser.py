@@ -9,6 +9,7 @@ pytestmark = pytest.mark.browser
 def grid(transactional_db):
     demo.create_world()
     bulk.load_jobs(300, seed=7, batch_size=100)
+    demo.first_pilots()
 
 
 PAGES = {
@@ -21,6 +22,9 @@ PAGES = {
     "shares": "/shares/",
     "config": "/config/",
     "cycles": "/config/cycles/",
+    "pilots": "/pilots/",
+    "director": "/pilots/director/",
+    "match": "/taskqueues/match/?site=LCG.CERN.ch&cpu_time=86400",
     "api-docs": "/api/docs/",
 }
 

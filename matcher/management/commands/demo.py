@@ -12,7 +12,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--jobs", type=int, default=3000, help="jobs to add (default 3000)")
         parser.add_argument(
-            "--pilots", type=int, default=40, help="jobs each CE's first pilots take (default 40)"
+            "--pilots",
+            type=int,
+            default=1,
+            help="1: run a first director cycle and start its pilots (default); 0: no pilots",
         )
         parser.add_argument(
             "--if-empty", action="store_true", help="do nothing when the database has a world"
@@ -30,8 +33,8 @@ class Command(BaseCommand):
             recompute_priorities()
             self.stdout.write(f"{result.jobs} jobs waiting in {result.taskqueues} TaskQueues.")
             if pilots:
-                matched = demo.first_pilots(per_ce=pilots)
-                self.stdout.write(f"A first wave of pilots took {matched} jobs.")
+                started = demo.first_pilots()
+                self.stdout.write(f"A first director cycle sent pilots; {started} jobs run.")
         self.stdout.write(
             f"Demo world: {world['sites']} sites, {world['groups']} groups, {world['users']} users."
         )

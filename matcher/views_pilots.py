@@ -1,0 +1,63 @@
+from django.db.models import Sum
+from django.shortcuts import get_object_or_404, render
+
+from config.models import CycleRun
+from config.paging import paginate
+from matcher import charts, pilots
+from matcher.filters import PilotFilterSet
+from matcher.models import DirectorDecision, Job, Pilot
+
+
+def _visible_pilots(user):
+    qs = Pilot.objects.all()
+    if not user.is_staff:
+        qs = qs.filter(owner_dn=user.dn or "-") | qs.filter(credential_user=user)
+    return qs
+
+
+def pilot_list(request):
+    filterset = PilotFilterSet(request.GET, queryset=_visible_pilots(request.user))
+    context = {
+        "filter": filterset,
+        "page": paginate(request, filterset.qs),
+        "summary": pilots.pilot_summary() if request.user.is_staff else [],
+    }
+    return render(request, "matcher/pilot_list.html", context)
+
+
+def pilot_detail(request, pk):
+    pilot = get_object_or_404(_visible_pilots(request.user), pk=pk)
+    context = {
+        "pilot": pilot,
+        "history": pilot.history.all(),
+        "jobs": Job.objects.visible_to(request.user).filter(pilot_reference=pilot.reference),
+    }
+    return render(request, "matcher/pilot_detail.html", context)
+
+
+def director(request):
+    runs = list(CycleRun.objects.filter(kind="director")[:30])
+    run_ids = [r.pk for r in runs]
+    rows = list(
+        DirectorDecision.objects.filter(cycle_run__in=run_ids, submitted__gt=0).values(
+            "at", "task_queue_id", "submitted"
+        )
+    )
+    last = runs[0] if runs else None
+    decisions = (
+        DirectorDecision.objects.filter(cycle_run=last.pk).order_by("-submitted", "-lam")
+        if last
+        else DirectorDecision.objects.none()
+    )
+    per_run = dict(
+        DirectorDecision.objects.filter(cycle_run__in=run_ids)
+        .values_list("cycle_run")
+        .annotate(n=Sum("submitted"))
+    )
+    context = {
+        "runs": [(r, per_run.get(r.pk, 0)) for r in runs],
+        "last": last,
+        "page": paginate(request, decisions),
+        "chart": charts.to_html(charts.director_figure(rows)) if rows else "",
+    }
+    return render(request, "matcher/director.html", context)
