@@ -9,10 +9,12 @@ from config import clock, gdpconfig
 @pytest.fixture(autouse=True)
 def _fresh_process_state():
     """Each test starts with no cached parameter values and the real clock."""
-    from matcher import match
+    from matcher import match, topology
 
     gdpconfig.invalidate()
     match.invalidate_cache()
+    topology._snapshot["at"] = None
+    topology._groups.clear()
     clock.reset()
     yield
     gdpconfig.invalidate()

@@ -10,8 +10,7 @@ from config.api.fields import (
     StrictIntegerField,
     StrictStringListField,
 )
-from matcher import matching
-from matcher.models import ComputingElement, Site
+from matcher import matching, topology
 from shares.models import GridGroup, User
 
 
@@ -49,21 +48,21 @@ class ResourceDescriptionSerializer(RejectUnknownFieldsMixin, serializers.Serial
     )
 
     def validate_site(self, value):
-        if not matching.is_any(value) and not Site.objects.filter(name=value).exists():
+        if not matching.is_any(value) and not topology.site_exists(value):
             raise serializers.ValidationError(f"Unknown site {value}.")
         return value
 
     def validate(self, attrs):
         ce = attrs.get("grid_ce")
         if ce and not matching.is_any(ce):
-            found = ComputingElement.objects.filter(name=ce).select_related("site").first()
-            if found is None:
+            site = topology.site_of_ce(ce)
+            if site is None:
                 raise serializers.ValidationError({"grid_ce": [f"Unknown CE {ce}."]})
             if matching.is_any(attrs["site"]):
-                attrs["site"] = found.site.name  # the CE says where the pilot is
-            elif found.site.name != attrs["site"]:
+                attrs["site"] = site  # the CE says where the pilot is
+            elif site != attrs["site"]:
                 raise serializers.ValidationError(
-                    {"grid_ce": [f"CE {ce} belongs to {found.site.name}, not {attrs['site']}."]}
+                    {"grid_ce": [f"CE {ce} belongs to {site}, not {attrs['site']}."]}
                 )
         if self.context.get("claim") and matching.is_any(attrs["site"]):
             # A pilot that takes a job runs somewhere: "any" would skip the banned-sites rule.
@@ -78,8 +77,8 @@ class ResourceDescriptionSerializer(RejectUnknownFieldsMixin, serializers.Serial
         generic-pilot credential (or staff) takes any non-private TaskQueue, optionally narrowed
         to an owner group / DN; any other credential is a private pilot of its own user."""
         a = self.validated_data
-        groups = {g.name: g for g in user.grid_groups.all()}
-        generic = user.is_staff or any(g.generic_pilot for g in groups.values())
+        groups = {name: pk for pk, name, _ in topology.groups_of(user)}
+        generic = user.is_staff or any(g for _, _, g in topology.groups_of(user))
         owner_id = group_id = None
         private = False
         if generic:
@@ -109,7 +108,7 @@ class ResourceDescriptionSerializer(RejectUnknownFieldsMixin, serializers.Serial
                 raise serializers.ValidationError(
                     {"owner_dn": ["A private pilot runs only its own credential's jobs."]}
                 )
-            owner_id, group_id, private = user.pk, groups[name].pk, True
+            owner_id, group_id, private = user.pk, groups[name], True
         pilot_type = a.get("pilot_type")
         if private and pilot_type is None:
             pilot_type = "private"

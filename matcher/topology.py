@@ -1,0 +1,60 @@
+"""Sites and CEs as the pilots' hot path reads them: a per-process snapshot re-read every few
+seconds (0 in tests), so that validating a resource description costs no query. A site or CE
+added by staff is known to every process within TTL seconds."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from django.conf import settings
+
+TTL = 0.0 if getattr(settings, "TESTING", False) else 5.0
+_lock = threading.Lock()
+_snapshot: dict = {"at": None}
+
+
+def _load() -> dict:
+    from matcher.models import ComputingElement, Site
+
+    return {
+        "sites": set(Site.objects.values_list("name", flat=True)),
+        "ce_site": dict(ComputingElement.objects.values_list("name", "site__name")),
+    }
+
+
+def snapshot() -> dict:
+    now = time.monotonic()
+    with _lock:
+        if _snapshot["at"] is not None and now - _snapshot["at"] < TTL:
+            return _snapshot
+    fresh = _load()
+    with _lock:
+        _snapshot.update(fresh, at=now)
+        return _snapshot
+
+
+def site_exists(name: str) -> bool:
+    return name in snapshot()["sites"]
+
+
+def site_of_ce(name: str) -> str | None:
+    return snapshot()["ce_site"].get(name)
+
+
+_groups: dict[int, tuple[float, list]] = {}
+
+
+def groups_of(user) -> list[tuple[int, str, bool]]:
+    """(id, name, GenericPilot) of the user's groups, re-read every TTL seconds."""
+    now = time.monotonic()
+    with _lock:
+        cached = _groups.get(user.pk)
+        if cached is not None and now - cached[0] < TTL:
+            return cached[1]
+    rows = list(user.grid_groups.values_list("pk", "name", "generic_pilot"))
+    with _lock:
+        if len(_groups) > 10_000:
+            _groups.clear()
+        _groups[user.pk] = (now, rows)
+    return rows
