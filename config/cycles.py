@@ -71,8 +71,9 @@ def _claim(kind: str, holds_advisory_lock: bool) -> CycleRun | None:
         return None
 
 
-def run_cycle(kind: str) -> CycleRun:
-    """Run the registered cycle `kind` once, unless another run of it is under way."""
+def run_cycle(kind: str, **kwargs) -> CycleRun:
+    """Run the registered cycle `kind` once, unless another run of it is under way; `kwargs`
+    go to its body (a seeded RNG, say)."""
     body = CYCLES[kind]
     if not _try_advisory_lock(kind):
         return CycleRun.objects.create(
@@ -93,7 +94,7 @@ def run_cycle(kind: str) -> CycleRun:
                 error="another run of this cycle is under way",
             )
         try:
-            counts = body() or {}
+            counts = body(**kwargs) or {}
         except Exception as exc:
             log.exception("cycle %s failed", kind)
             run.status = CycleRun.Status.FAILED

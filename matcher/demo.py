@@ -139,16 +139,16 @@ def first_pilots(seed: int = 2026) -> int:
     from config import clock, gdpconfig
     from config.cycles import run_cycle
     from config.models import ParameterValue
+    from matcher import pilots  # noqa: F401  (registers the director's cycles)
     from matcher.models import Job, JobStatus, Pilot
-    from matcher.pilots import director_cycle, simulated_ce_cycle
 
     if not ParameterValue.objects.filter(name="EnableSharesCorrection").exists():
         gdpconfig.set_value("EnableSharesCorrection", True, comment="demo world: correction on")
     rng = random.Random(seed)
-    director_cycle(rng=rng)
+    run_cycle("director", rng=rng)
     for _ in range(2):  # Submitted -> Scheduled -> Running, without waiting for the CE
         Pilot.objects.filter(grid_type="Simulated").update(next_event=clock.now())
-        simulated_ce_cycle(rng=rng)
+        run_cycle("pilot_status", rng=rng)
     run_cycle("usage_sampling")
     run_cycle("priorities")
     return Job.objects.filter(status=JobStatus.RUNNING).count()

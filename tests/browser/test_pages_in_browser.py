@@ -49,6 +49,8 @@ def test_staff_visit_every_page_without_errors_and_the_charts_draw(page, grid):
     page.page.wait_for_selector(".js-plotly-plot .main-svg")
     bars = page.page.locator(".js-plotly-plot .bars path").count()
     assert bars >= 1  # the jobs-by-status chart drew its bars
+    page.goto("/pilots/director/")
+    page.page.wait_for_selector(".js-plotly-plot .main-svg")  # pilots per cycle drew
     page.goto("/api/docs/")
     page.page.wait_for_selector(".swagger-ui .opblock", timeout=15000)
 
