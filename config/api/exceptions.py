@@ -1,12 +1,22 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import ProtectedError, RestrictedError
+from rest_framework import status
 from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from config.gdpconfig import ConfigError
 
 
 def exception_handler(exc, context):
-    """DRF's handler, plus domain errors turned into 400s that name the offending field."""
+    """DRF's handler, plus domain errors: 400s that name the offending field, and 409 for
+    deleting what other records still need (a group with jobs, say)."""
+    if isinstance(exc, (ProtectedError, RestrictedError)):
+        kinds = sorted({str(type(o)._meta.verbose_name_plural) for o in list(exc.args[1])[:1000]})
+        return Response(
+            {"detail": f"still in use by {', '.join(kinds)}: it cannot be deleted"},
+            status=status.HTTP_409_CONFLICT,
+        )
     if isinstance(exc, ConfigError):
         exc = ValidationError({exc.field: [exc.message]})
     elif isinstance(exc, DjangoValidationError):

@@ -94,3 +94,13 @@ def test_a_negative_jobshare_is_refused_naming_the_field(api, users, world):
     assert r.status_code == 400 and "job_share" in r.data
     g.refresh_from_db()
     assert g.job_share == 10000
+
+
+def test_deleting_a_group_that_has_jobs_answers_409_and_deletes_nothing(api, users, submit):
+    from shares.models import GridGroup
+
+    submit("alice", cpu_time=100)
+    group = GridGroup.objects.get(name="lhcb_user")
+    r = api(users["admin"]).delete(f"/api/v1/groups/{group.pk}/")
+    assert r.status_code == 409 and "jobs" in r.data["detail"]
+    assert GridGroup.objects.filter(pk=group.pk).exists()
