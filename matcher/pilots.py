@@ -239,6 +239,7 @@ def director_cycle(rng: random.Random | None = None) -> dict:
     credentials = _credentials(now)
     min_left = timedelta(days=gdpconfig.get("PilotProxyMinDays"))
     generic_dn, generic_group = gdpconfig.get("GenericPilotDN"), gdpconfig.get("GenericPilotGroup")
+    generic_user_id = _generic_user_id(generic_dn)  # once per cycle, not per TaskQueue
     known_pools = set(gdpconfig.get("SubmitPools"))
     backends_of = gdpconfig.get("SubmitPoolBackends")
     ce_list = list(match.ce_resources())
@@ -305,7 +306,7 @@ def director_cycle(rng: random.Random | None = None) -> dict:
             d.to_submit = 0
             continue
         backend_name = backends_of[d.submit_pool]
-        user_id = tq.owner_id if d.private else _generic_user_id(generic_dn)
+        user_id = tq.owner_id if d.private else generic_user_id
         if backend_name == "local" and user_id not in tokens:
             tokens[user_id] = _token_for(user_id)
         first_res = resource_of[ces[0][1]] if ces else None
