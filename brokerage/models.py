@@ -1,1 +1,349 @@
-# PanDA queues, storages, nuclei, tasks and brokerage traces arrive with the brokerage issues.
+"""PanDA's view of the grid (queues, storages, nuclei, links, data), tasks, and brokerage traces.
+
+Units follow PanDA's: storage space and dataset sizes in GB, memory and disk per job in MB,
+times in seconds, diskIO in kB/s per core, throughput in MB/s.
+"""
+
+from django.conf import settings
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from matcher.models import Job, Site
+from shares.models import GridGroup
+
+
+class Nucleus(models.Model):
+    """A PanDA nucleus: where a task's output is aggregated; its queues are those of its site."""
+
+    class State(models.TextChoices):
+        ACTIVE = "ACTIVE"
+        INACTIVE = "INACTIVE"
+
+    class Bare(models.TextChoices):
+        NO = "", "no"
+        ONLY = "only", "only (full-chain workflows only)"
+        ALLOW = "allow", "allow (full-chain and normal workflows)"
+
+    name = models.CharField(max_length=128, unique=True)
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="nuclei")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
+    bare_nucleus = models.CharField(
+        "bareNucleus", max_length=8, choices=Bare.choices, blank=True, default=""
+    )
+    transfer_backlog = models.BooleanField(
+        default=False, help_text="long transfer backlogs: skipped unless the task's t1Weight < 0"
+    )
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "nuclei"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Storage(models.Model):
+    """A storage endpoint (DDM endpoint)."""
+
+    name = models.CharField(max_length=128, unique=True)
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="storages")
+    nucleus = models.ForeignKey(
+        Nucleus, null=True, blank=True, on_delete=models.SET_NULL, related_name="storages"
+    )
+    space_free = models.FloatField("free (GB)", default=0, validators=[MinValueValidator(0)])
+    space_expired = models.FloatField("expired (GB)", default=0, validators=[MinValueValidator(0)])
+    space_total = models.FloatField("total (GB)", default=0, validators=[MinValueValidator(0)])
+    is_tape = models.BooleanField(default=False)
+    read_lan = models.BooleanField(default=True)
+    write_lan = models.BooleanField(default=True)
+    read_wan = models.BooleanField(default=True)
+    write_wan = models.BooleanField(default=True)
+    blacklisted = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PandaQueue(models.Model):
+    """A PanDA queue (PQ) with every attribute the brokerage checks read (CRIC's schema)."""
+
+    class Status(models.TextChoices):
+        ONLINE = "online"
+        OFFLINE = "offline"
+        TEST = "test"
+        BROKEROFF = "brokeroff"
+        PAUSED = "paused"
+
+    class Type(models.TextChoices):
+        PRODUCTION = "production"
+        ANALYSIS = "analysis"
+        UNIFIED = "unified"
+
+    name = models.CharField(max_length=128, unique=True)
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="panda_queues")
+    computing_element = models.ForeignKey(
+        "matcher.ComputingElement",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="panda_queues",
+    )
+    nucleus = models.ForeignKey(
+        Nucleus,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="queues",
+        help_text="set when the queue belongs to a nucleus (else it is a satellite)",
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ONLINE)
+    queue_type = models.CharField(
+        "type", max_length=16, choices=Type.choices, default=Type.PRODUCTION
+    )
+    core_count = models.PositiveIntegerField("coreCount", default=1)
+    max_core_count = models.PositiveIntegerField("maxCoreCount", null=True, blank=True)
+    minrss = models.PositiveIntegerField("minrss (MB per core)", default=0)
+    maxrss = models.PositiveIntegerField("maxrss (MB per core)", default=0, help_text="0: none")
+    maxwdir = models.PositiveIntegerField("maxwdir (MB)", default=0, help_text="0: no limit")
+    mintime = models.PositiveIntegerField("mintime (s)", default=0)
+    maxtime = models.PositiveIntegerField("maxtime (s)", default=0, help_text="0: no limit")
+    corepower = models.FloatField("corepower (HS06)", default=10.0)
+    cpu_efficiency = models.FloatField("cpu efficiency (%)", default=90.0)
+    pledgedcpu = models.IntegerField("pledgedcpu", default=0, help_text="-1: opportunistic")
+    max_diskio = models.FloatField(
+        "maxDiskIO (kB/s per core)", null=True, blank=True, help_text="empty: MAX_DISKIO_DEFAULT"
+    )
+    diskio_per_core = models.FloatField(
+        "average diskIO of running jobs (kB/s per core)", default=0.0
+    )
+    releases = models.JSONField(default=list, blank=True, help_text='a list, ["ANY"] or ["AUTO"]')
+    wnconnectivity = models.CharField(
+        max_length=32, blank=True, help_text="network_connectivity#ip_stack, e.g. full#IPv4"
+    )
+    direct_access_lan = models.BooleanField(
+        default=False, help_text="reads input directly from the local storage"
+    )
+    transferring_limit = models.PositiveIntegerField(null=True, blank=True, help_text="empty: 2000")
+    num_slots = models.IntegerField("numSlots", null=True, blank=True)
+    fairsharepolicy = models.CharField(max_length=512, blank=True)
+    catchall = models.CharField(max_length=512, blank=True)
+    input_storage = models.ForeignKey(
+        Storage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    output_storage = models.ForeignKey(
+        Storage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    software = models.JSONField(
+        default=dict, blank=True, help_text="cmtconfigs, containers, cvmfs, architectures, tags"
+    )
+    gpu_summary = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="worker-node GPU rows: vendor, model, vram, architecture, "
+        "framework_version, driver_version",
+    )
+    # Also derived from our pilots and jobs each cycle; the later of the two counts.
+    last_pilot = models.DateTimeField(null=True, blank=True, help_text="last getJob/updateJob")
+    last_start = models.DateTimeField(null=True, blank=True, help_text="last job start")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NetworkLink(models.Model):
+    """Network metrics from a satellite site to a nucleus."""
+
+    source = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="links")
+    nucleus = models.ForeignKey(Nucleus, on_delete=models.CASCADE, related_name="links")
+    queued_files = models.PositiveIntegerField(null=True, blank=True)
+    mbps_1h = models.FloatField("MB/s (1 h)", null=True, blank=True)
+    mbps_1d = models.FloatField("MB/s (1 d)", null=True, blank=True)
+    mbps_1w = models.FloatField("MB/s (1 w)", null=True, blank=True)
+    closeness = models.IntegerField(
+        null=True, blank=True, help_text="0 best … 11 worst, -1 blocked"
+    )
+    updated = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["nucleus", "source"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "nucleus"], name="link_source_nucleus")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} → {self.nucleus}"
+
+
+class Dataset(models.Model):
+    name = models.CharField(max_length=255, unique=True)
+    n_files = models.PositiveIntegerField(default=0)
+    size_gb = models.FloatField(default=0, validators=[MinValueValidator(0)])
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Replica(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="replicas")
+    storage = models.ForeignKey(Storage, on_delete=models.CASCADE, related_name="replicas")
+    files = models.PositiveIntegerField(default=0)
+    size_gb = models.FloatField(default=0, validators=[MinValueValidator(0)])
+    complete = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "storage"], name="replica_dataset_storage")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset} at {self.storage}"
+
+
+class TaskStatus(models.TextChoices):
+    ASSIGNING = "assigning", "assigning (waiting for a nucleus)"
+    READY = "ready", "ready (jobs to broker)"
+    PENDING = "pending"
+    THROTTLED = "throttled"
+    RUNNING = "running", "running (jobs brokered)"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class Task(models.Model):
+    class Kind(models.TextChoices):
+        PRODUCTION = "production"
+        ANALYSIS = "analysis"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PRODUCTION)
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    owner_group = models.ForeignKey(GridGroup, on_delete=models.PROTECT, related_name="+")
+    setup = models.CharField(max_length=64, default="Production")
+    status = models.CharField(max_length=16, choices=TaskStatus.choices)
+    status_reason = models.CharField(max_length=255, blank=True)
+    retry_after = models.DateTimeField(null=True, blank=True, help_text="pending until")
+    created = models.DateTimeField()
+    modified = models.DateTimeField()
+    # -- the parameters the brokerage reads
+    priority = models.IntegerField("taskPriority", default=500)
+    processing_type = models.CharField("processingType", max_length=64, default="simul")
+    gshare = models.CharField(max_length=64, default="MC Simulation")
+    core_count = models.PositiveIntegerField("coreCount", default=1)
+    max_core_count = models.PositiveIntegerField("maxCoreCount", null=True, blank=True)
+    ram_count = models.PositiveIntegerField("ramCount (MB)", default=2000)
+    base_ram_count = models.PositiveIntegerField("baseRamCount (MB)", default=0)
+    ram_unit = models.CharField("ramCountUnit", max_length=16, default="MBPerCore")
+    out_disk_count = models.FloatField("outDiskCount", default=0)
+    out_disk_unit = models.CharField("outDiskCountUnit", max_length=16, default="MB")
+    work_disk_count = models.FloatField("workDiskCount (MB)", default=0)
+    walltime = models.PositiveIntegerField("walltime (s)", null=True, blank=True)
+    base_walltime = models.PositiveIntegerField("baseWalltime (s)", default=0)
+    cpu_time = models.FloatField("cpuTime (HS06 s per event)", default=0)
+    io_intensity = models.FloatField("ioIntensity (kB/s)", null=True, blank=True)
+    disk_io = models.FloatField("diskIO (kB/s)", null=True, blank=True)
+    t1_weight = models.IntegerField("t1Weight", default=0)
+    task_broker_on_master = models.BooleanField("taskBrokerOnMaster", default=False)
+    input_pre_staging = models.BooleanField("inputPreStaging", default=False)
+    architecture = models.CharField(max_length=512, blank=True)
+    architecture_spec = models.JSONField(default=dict, blank=True, help_text="parsed architecture")
+    container_name = models.CharField(max_length=255, blank=True)
+    only_tags_for_fc = models.BooleanField("onlyTagsForFC", default=False)
+    release = models.CharField(
+        max_length=128, blank=True, help_text="Project-version (release/cache) or a nightly"
+    )
+    ip_connectivity = models.CharField("ipConnectivity", max_length=32, blank=True)
+    full_chain = models.CharField("fullChain", max_length=8, blank=True)
+    working_group = models.CharField("workingGroup", max_length=64, blank=True)
+    direct_access_only = models.BooleanField("use direct access only", default=False)
+    scout = models.BooleanField(default=False)
+    merge = models.BooleanField(default=False)
+    site = models.CharField(max_length=512, blank=True, help_text="pre-assigned queues, commas")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    n_jobs = models.PositiveIntegerField(default=1)
+    n_events_per_job = models.PositiveIntegerField(default=1000)
+    job_cpu_time = models.PositiveIntegerField(
+        "CPU time per job (s)", default=3600, help_text="what the TaskQueues bucket"
+    )
+    nucleus = models.ForeignKey(
+        Nucleus, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks"
+    )
+    datasets = models.ManyToManyField(Dataset, through="TaskDataset", related_name="tasks")
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["status", "retry_after"], name="task_status_retry")]
+
+    def __str__(self) -> str:
+        return f"Task {self.pk} {self.name}"
+
+
+class TaskDataset(models.Model):
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="inputs")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="+")
+    master = models.BooleanField(default=True, help_text="primary input (else secondary)")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "dataset"], name="taskdataset_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset} ({'master' if self.master else 'secondary'})"
+
+
+class TaskJob(models.Model):
+    """A job a task generated, with the queue its brokerage chose first."""
+
+    job = models.OneToOneField(Job, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="task_jobs")
+    queue = models.ForeignKey(
+        PandaQueue, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    n_events = models.PositiveIntegerField(default=0)
+    input_files = models.PositiveIntegerField(default=0)
+    input_size_mb = models.FloatField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["queue"], name="taskjob_queue")]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} of task {self.task_id}"
+
+
+class BrokerageRun(models.Model):
+    """One brokerage decision for one task: every candidate and why it was kept or removed."""
+
+    class Kind(models.TextChoices):
+        TASK = "task", "task → nucleus"
+        JOB = "job", "jobs → queues"
+        ANALYSIS = "analysis", "analysis jobs → queues"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="brokerage_runs")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    cycle_run = models.BigIntegerField(null=True, blank=True, help_text="CycleRun id")
+    at = models.DateTimeField()
+    outcome = models.CharField(max_length=16, help_text="assigned, pending or throttled")
+    chosen = models.JSONField(default=list, help_text="the nucleus, or the best queues")
+    message = models.CharField(max_length=255, blank=True)
+    # [{"name", "removed_by", "values", "weight", "factors"}, …]: one JSON document per run
+    # keeps a cycle's writes to one row per task (500 candidates each, at 1,000 tasks).
+    candidates = models.JSONField(default=list)
+    removed_by = models.JSONField(default=dict, help_text="check → number of candidates removed")
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["task", "-id"], name="brokeragerun_task")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} for task {self.task_id} at {self.at:%Y-%m-%d %H:%M}"

@@ -14,7 +14,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
@@ -57,6 +57,13 @@ class Param:
     # Checks against the database (e.g. that a named group exists), run only when a value is
     # set: a stored value is never replaced by the default because the world changed since.
     check_on_set: Callable[[Any], str | None] | None = field(default=None, compare=False)
+    # A family (PanDA's `DISK_THRESHOLD_<gshare>`): the name ends in `<suffix>`; any name with
+    # the prefix is a member, typed and validated like the family, unset until stored.
+    family: bool = False
+
+    @property
+    def prefix(self) -> str:
+        return self.name.split("<", 1)[0] if self.family else self.name
 
     def coerce(self, raw: Any) -> Any:
         """Turn a JSON value, or the text of a form field, into a valid value of this parameter."""
@@ -187,9 +194,45 @@ def register(param: Param) -> Param:
 
 def param(name: str) -> Param:
     try:
-        return REGISTRY[name]
+        found = REGISTRY[name]
     except KeyError:
-        raise ConfigError(name, "no such parameter") from None
+        member = family_member(name)
+        if member is None:
+            raise ConfigError(name, "no such parameter") from None
+        return member
+    if found.family:
+        raise ConfigError(name, f"is a family: set a member such as {found.prefix}X")
+    return found
+
+
+def family_member(name: str) -> Param | None:
+    """The member `name` of a registered family (e.g. DISK_THRESHOLD_Express), or None."""
+    for fam in REGISTRY.values():
+        if fam.family and name.startswith(fam.prefix) and len(name) > len(fam.prefix):
+            return replace(fam, name=name, family=False)
+    return None
+
+
+def family_value(family_name: str, suffix: str) -> Any:
+    """The stored value of a family member, or None when it is not set."""
+    fam = REGISTRY[family_name]
+    name = fam.prefix + suffix
+    values = _active_values()
+    if name not in values:
+        return None
+    try:
+        return fam.coerce(values[name])
+    except ConfigError:
+        return None
+
+
+def family_members() -> list[Param]:
+    """The members that have a stored value."""
+    from config.models import ParameterValue
+
+    names = ParameterValue.objects.values_list("name", flat=True).distinct()
+    members = (family_member(n) for n in names if n not in REGISTRY)
+    return sorted((m for m in members if m is not None), key=lambda m: m.name)
 
 
 # --- the per-process cache of active values ----------------------------------------------------

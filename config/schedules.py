@@ -6,4 +6,6 @@ SCHEDULES = {
     "usage_sampling": 1,
     "director": 1,
     "pilot_status": 1,
+    "task_brokerage": 10,
+    "job_brokerage": 1,
 }

@@ -25,7 +25,22 @@ def _rows(forms_by_name: dict | None = None):
     for pv in ParameterValue.objects.select_related("changed_by"):
         versions[pv.name].append(pv)
     by_category = defaultdict(list)
-    for p in sorted(gdpconfig.REGISTRY.values(), key=lambda p: (p.category, p.name)):
+    params = [*gdpconfig.REGISTRY.values(), *gdpconfig.family_members()]
+    for p in sorted(params, key=lambda p: (p.category, p.name)):
+        if p.family:
+            by_category[p.category].append(
+                {
+                    "param": p,
+                    "value_text": "",
+                    "default_text": f"{p.prefix}… unset: the general parameter",
+                    "versions": [],
+                    "form": (forms_by_name or {}).get(p.name)
+                    or ParameterForm(
+                        param=p, initial={"value": p.to_text(p.default)}, prefix=p.name
+                    ),
+                }
+            )
+            continue
         value = gdpconfig.get(p.name)
         form = (forms_by_name or {}).get(p.name) or ParameterForm(
             param=p, initial={"value": p.to_text(value)}, prefix=p.name
@@ -47,6 +62,13 @@ def parameters(request):
     forms_by_name = {}
     if request.method == "POST":
         name = request.POST.get("name", "")
+        family = gdpconfig.REGISTRY.get(name)
+        if family is not None and family.family:
+            # A new member of a family: its name is the prefix plus the suffix typed in.
+            name = family.prefix + request.POST.get("suffix", "").strip()
+            if name == family.prefix:
+                messages.error(request, f"{family.name}: give the {family.name[len(name) :]} part")
+                return redirect(f"{request.path}#param-{family.name}")
         p = _param_or_404(name)
         form = ParameterForm(request.POST, param=p, prefix=p.name)
         if form.is_valid():

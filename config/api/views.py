@@ -56,7 +56,7 @@ class ParameterViewSet(viewsets.ViewSet):
 
     permission_classes = [StaffWriteOrReadOnly]
     lookup_field = "name"
-    lookup_value_regex = "[A-Za-z0-9_]+"
+    lookup_value_regex = "[^/]+"
 
     def _param(self, name):
         try:
@@ -69,7 +69,13 @@ class ParameterViewSet(viewsets.ViewSet):
         versions = _versions()
         rows = [
             _describe(p, versions)
-            for p in sorted(gdpconfig.REGISTRY.values(), key=lambda p: p.name)
+            for p in sorted(
+                [
+                    *(p for p in gdpconfig.REGISTRY.values() if not p.family),
+                    *gdpconfig.family_members(),
+                ],
+                key=lambda p: p.name,
+            )
         ]
         return Response(ParameterSerializer(rows, many=True).data)
 
