@@ -356,7 +356,7 @@ NIGHTLY = re.compile(r"(^|[-_])rel_\d+$|\d{4}-\d{2}-\d{2}T\d{4}$")
 
 
 def parse_release(release: str) -> tuple[str, str, bool]:
-    """'Athena-21.0.38' -> ('Athena', '21.0.38', False); a nightly ('…-rel_3', a timestamp): True."""
+    """'Athena-21.0.38' -> ('Athena', '21.0.38', False); nightlies ('…-rel_3', dates): True."""
     m = RELEASE.match(release.strip())
     if not m:
         raise ArchitectureError(f"release {release!r} is not Project-version")

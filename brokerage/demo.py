@@ -1,0 +1,171 @@
+"""The demo's PanDA topology: two nuclei (CERN, RAL), a queue per demo site, storages, links,
+datasets with replicas, software tags and worker-node GPUs, and a few production tasks."""
+
+from __future__ import annotations
+
+from config import clock
+from matcher.demo import SITES
+
+NUCLEI = {"CERN-PROD": "LCG.CERN.ch", "RAL-LCG2": "LCG.RAL.uk"}
+QUEUE_OF_SITE = {
+    "LCG.CERN.ch": "CERN-PROD_MCORE",
+    "LCG.PIC.es": "PIC_MCORE",
+    "LCG.RAL.uk": "RAL-LCG2_SCORE",
+    "LCG.IN2P3.fr": "IN2P3-CC_SCORE",
+    "LCG.CNAF.it": "INFN-T1_GPU",
+    "LCG.GRIDKA.de": "FZK-LCG2_MCORE",
+}
+NUCLEUS_OF_SITE = {site: name for name, site in NUCLEI.items()}
+
+SOFTWARE = {
+    "cmtconfigs": ["x86_64-el9-gcc13-opt", "x86_64-centos7-gcc11-opt"],
+    "containers": ["any", "/cvmfs"],
+    "cvmfs": ["atlas", "nightlies"],
+    "architectures": [
+        {"arch": ["x86_64"], "instr": ["avx2"], "type": "cpu", "vendor": ["intel", "amd"]}
+    ],
+    "tags": [
+        {
+            "cmtconfig": "x86_64-el9-gcc13-opt",
+            "container_name": "",
+            "project": "Athena",
+            "release": "24.0.30",
+            "sources": [],
+            "tag": "VO-atlas-Athena-24.0.30-x86_64-el9-gcc13-opt",
+        }
+    ],
+}
+GPU_SOFTWARE = {
+    **SOFTWARE,
+    "architectures": [
+        *SOFTWARE["architectures"],
+        {"type": "gpu", "vendor": ["nvidia"], "model": ["A100"]},
+    ],
+}
+GPU_ROWS = [
+    {
+        "vendor": "NVIDIA",
+        "model": "NVIDIA A100-SXM4-80GB",
+        "vram": 81920,
+        "architecture": "Ampere",
+        "framework_version": "12.4",
+        "driver_version": "575.57.08",
+        "gpus_per_host": 4,
+    }
+]
+
+
+def topology() -> dict:
+    """The demo topology as the JSON `manage.py import_topology` reads."""
+    storages, queues, links = [], [], []
+    for site in SITES:
+        queue = QUEUE_OF_SITE[site]
+        nucleus = NUCLEUS_OF_SITE.get(site)
+        disk = f"{queue.split('_')[0]}_DATADISK"
+        storages.append(
+            {
+                "name": disk,
+                "site": site,
+                "nucleus": nucleus,
+                "space_free": 900_000.0 if nucleus else 400_000.0,
+                "space_expired": 50_000.0,
+                "space_total": 2_000_000.0,
+            }
+        )
+        multicore = queue.endswith("MCORE")
+        queues.append(
+            {
+                "name": queue,
+                "site": site,
+                "nucleus": nucleus,
+                "computing_element": SITES[site][0][0],
+                "core_count": 8 if multicore else 1,
+                "minrss": 0,
+                "maxrss": 4000,
+                "maxwdir": 160_000 if multicore else 20_000,
+                "maxtime": 3 * 86400,
+                "corepower": 12.0,
+                "cpu_efficiency": 85.0,
+                "pledgedcpu": 2000,
+                "releases": ["AUTO"],
+                "wnconnectivity": "full#IPv4",
+                "input_storage": disk,
+                "output_storage": disk,
+                "fairsharepolicy": "type=evgen:100%,type=simul:100%,type=any:0%"
+                if site == "LCG.IN2P3.fr"
+                else "",
+                "last_pilot": clock.now().isoformat(),
+            }
+        )
+        for nucleus_name, nucleus_site in NUCLEI.items():
+            if site != nucleus_site:
+                links.append(
+                    {
+                        "source": site,
+                        "nucleus": nucleus_name,
+                        "queued_files": 20,
+                        "mbps_1d": 120.0 if "CERN" in nucleus_name else 40.0,
+                        "closeness": 2,
+                    }
+                )
+    datasets = [
+        {
+            "name": "mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514",
+            "n_files": 400,
+            "size_gb": 800.0,
+            "replicas": [
+                {"storage": "CERN-PROD_DATADISK", "files": 400, "size_gb": 800.0, "complete": True},
+                {"storage": "PIC_DATADISK", "files": 120, "size_gb": 240.0},
+            ],
+        }
+    ]
+    software = {QUEUE_OF_SITE[s]: SOFTWARE for s in SITES}
+    software["INFN-T1_GPU"] = GPU_SOFTWARE
+    software["ALL"] = {"tags": []}
+    return {
+        "nuclei": [{"name": n, "site": s} for n, s in NUCLEI.items()],
+        "storages": storages,
+        "queues": queues,
+        "links": links,
+        "datasets": datasets,
+        "software": software,
+        "gpus": {"INFN-T1_GPU": GPU_ROWS},
+    }
+
+
+DEMO_TASKS = [
+    {
+        "name": "mc23.ttbar.simul",
+        "processing_type": "simul",
+        "priority": 600,
+        "core_count": 8,
+        "ram_count": 2000,
+        "cpu_time": 300.0,
+        "n_jobs": 100,
+        "n_events_per_job": 100,
+        "release": "Athena-24.0.30",
+        "architecture": "x86_64-el9-gcc13-opt",
+        "inputs": ["mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514"],
+    },
+    {
+        "name": "mc23.jets.evgen",
+        "processing_type": "evgen",
+        "priority": 500,
+        "core_count": 1,
+        "ram_count": 1500,
+        "cpu_time": 50.0,
+        "n_jobs": 30,
+        "n_events_per_job": 500,
+    },
+    {
+        "name": "gpu.training",
+        "processing_type": "reprocessing",
+        "priority": 700,
+        "core_count": 1,
+        "ram_count": 3000,
+        "cpu_time": 10.0,
+        "n_jobs": 5,
+        "n_events_per_job": 1000,
+        "architecture": "#&nvidia:model=.*A100.*:vram>=40960:cuda>=12.0:driver>=575.0",
+    },
+]

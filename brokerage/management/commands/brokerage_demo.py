@@ -1,0 +1,33 @@
+from django.core.management.base import BaseCommand
+
+from brokerage import demo, services
+from brokerage.models import Dataset, PandaQueue, Task
+from brokerage.topology import import_topology
+from config.cycles import run_cycle
+from shares.models import GridGroup, User
+
+
+class Command(BaseCommand):
+    help = "Load the demo PanDA topology and a few production tasks, then broker them once."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--if-empty", action="store_true", help="do nothing when PanDA queues exist"
+        )
+
+    def handle(self, if_empty, **options):
+        if if_empty and PandaQueue.objects.exists():
+            self.stdout.write("The PanDA topology is already loaded.")
+            return
+        counts = import_topology(demo.topology())
+        self.stdout.write(", ".join(f"{n} {k}" for k, n in counts.items() if n))
+        if not Task.objects.exists():
+            owner = User.objects.get(username="erin")
+            group = GridGroup.objects.get(name="lhcb_mc")
+            for spec in demo.DEMO_TASKS:
+                spec = dict(spec)
+                inputs = [(Dataset.objects.get(name=n), True) for n in spec.pop("inputs", [])]
+                services.submit_task(owner, {"owner_group": group, **spec}, inputs)
+            for kind in ("task_brokerage", "job_brokerage"):
+                run = run_cycle(kind)
+                self.stdout.write(f"{kind}: {run.status} {run.counts}")
