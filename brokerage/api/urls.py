@@ -1,0 +1,11 @@
+from brokerage.api import views
+
+routes = [
+    ("tasks", views.TaskViewSet, "task"),
+    ("brokerage-runs", views.BrokerageRunViewSet, "brokeragerun"),
+    ("nuclei", views.NucleusViewSet, "nucleus"),
+    ("storages", views.StorageViewSet, "storage"),
+    ("panda-queues", views.PandaQueueViewSet, "pandaqueue"),
+    ("network-links", views.NetworkLinkViewSet, "networklink"),
+    ("datasets", views.DatasetViewSet, "dataset"),
+]

@@ -1,0 +1,101 @@
+from django.db.models import Q
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from brokerage import services
+from brokerage.api import serializers as s
+from brokerage.filters import BrokerageRunFilterSet, PandaQueueFilterSet, TaskFilterSet
+from brokerage.models import BrokerageRun, Dataset, NetworkLink, Nucleus, PandaQueue, Storage, Task
+from config.permissions import StaffWriteOrReadOnly
+
+
+def visible_tasks(user):
+    """Staff see every task; a user sees its own and those of its JobSharing groups."""
+    qs = Task.objects.all()
+    if not user.is_staff:
+        qs = qs.filter(Q(owner=user) | Q(owner_group_id__in=user.visible_group_ids()))
+    return qs
+
+
+class TaskViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Production and analysis tasks: submit (with their input datasets), list, read."""
+
+    filterset_class = TaskFilterSet
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Task.objects.none()
+        return (
+            visible_tasks(self.request.user)
+            .select_related("owner", "owner_group", "nucleus")
+            .prefetch_related("inputs__dataset")
+        )
+
+    def get_serializer_class(self):
+        return s.TaskSubmitSerializer if self.action == "create" else s.TaskSerializer
+
+    @extend_schema(
+        request=s.TaskSubmitSerializer,
+        responses={201: s.TaskSerializer, 400: OpenApiResponse(description="bad task")},
+    )
+    def create(self, request, *args, **kwargs):
+        body = s.TaskSubmitSerializer(data=request.data, context={"request": request})
+        body.is_valid(raise_exception=True)
+        fields = dict(body.validated_data)
+        inputs = [(i["dataset"], i["master"]) for i in fields.pop("inputs", [])]
+        task = services.submit_task(request.user, fields, inputs)
+        return Response(s.TaskSerializer(task).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=s.BrokerageRunSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def brokerage(self, request, pk=None):
+        """The task's brokerage runs, newest first: every candidate and why."""
+        task = self.get_object()
+        runs = BrokerageRun.objects.filter(task=task)[:20]
+        return Response(s.BrokerageRunSerializer(runs, many=True).data)
+
+
+class BrokerageRunViewSet(viewsets.ReadOnlyModelViewSet):
+    """Brokerage decisions (traces) of the tasks you can see."""
+
+    serializer_class = s.BrokerageRunSerializer
+    filterset_class = BrokerageRunFilterSet
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return BrokerageRun.objects.none()
+        return BrokerageRun.objects.filter(task__in=visible_tasks(self.request.user))
+
+
+class NucleusViewSet(viewsets.ModelViewSet):
+    queryset = Nucleus.objects.select_related("site")
+    serializer_class = s.NucleusSerializer
+    permission_classes = [StaffWriteOrReadOnly]
+
+
+class StorageViewSet(viewsets.ModelViewSet):
+    queryset = Storage.objects.select_related("site", "nucleus")
+    serializer_class = s.StorageSerializer
+    permission_classes = [StaffWriteOrReadOnly]
+
+
+class PandaQueueViewSet(viewsets.ModelViewSet):
+    queryset = PandaQueue.objects.select_related(
+        "site", "nucleus", "input_storage", "output_storage"
+    )
+    serializer_class = s.PandaQueueSerializer
+    permission_classes = [StaffWriteOrReadOnly]
+    filterset_class = PandaQueueFilterSet
+
+
+class NetworkLinkViewSet(viewsets.ModelViewSet):
+    queryset = NetworkLink.objects.select_related("source", "nucleus")
+    serializer_class = s.NetworkLinkSerializer
+    permission_classes = [StaffWriteOrReadOnly]
+
+
+class DatasetViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Dataset.objects.prefetch_related("replicas__storage")
+    serializer_class = s.DatasetSerializer

@@ -1,0 +1,12 @@
+from django.urls import path
+
+from brokerage import views
+
+urlpatterns = [
+    path("tasks/", views.task_list, name="task-list"),
+    path("tasks/submit/", views.task_submit, name="task-submit"),
+    path("tasks/<int:pk>/", views.task_detail, name="task-detail"),
+    path("queues/", views.queue_weights, name="queue-weights"),
+    path("nuclei/", views.nucleus_list, name="nucleus-list"),
+    path("nuclei/<int:pk>/", views.nucleus_detail, name="nucleus-detail"),
+]

@@ -1,0 +1,184 @@
+from collections import Counter
+
+from django import forms
+from django.contrib import messages
+from django.db.models import Count
+from django.shortcuts import get_object_or_404, redirect, render
+from rest_framework.exceptions import ValidationError
+
+from brokerage import charts, production, services
+from brokerage.api.serializers import TaskSubmitSerializer
+from brokerage.api.views import visible_tasks
+from brokerage.filters import TaskFilterSet
+from brokerage.models import BrokerageRun, Nucleus, PandaQueue, Task, TaskJob
+from brokerage.network import LinkData, network_weight
+from config import gdpconfig
+from config.paging import paginate
+from matcher.charts import to_html
+
+
+def task_list(request):
+    qs = visible_tasks(request.user).select_related("owner", "owner_group", "nucleus")
+    filterset = TaskFilterSet(request.GET, queryset=qs)
+    page = paginate(request, filterset.qs)
+    return render(request, "brokerage/task_list.html", {"filter": filterset, "page": page})
+
+
+def task_detail(request, pk):
+    task = get_object_or_404(
+        visible_tasks(request.user).select_related("owner", "owner_group", "nucleus", "parent"),
+        pk=pk,
+    )
+    runs = list(BrokerageRun.objects.filter(task=task).defer("candidates")[:30])
+    run = None
+    if runs:
+        wanted = request.GET.get("run")
+        run_id = int(wanted) if wanted and wanted.isdigit() else runs[0].pk
+        run = BrokerageRun.objects.filter(task=task, pk=run_id).first()
+    context = {
+        "task": task,
+        "runs": runs,
+        "run": run,
+        "inputs": task.inputs.select_related("dataset"),
+        "job_counts": dict(
+            Counter(
+                dict(
+                    TaskJob.objects.filter(task=task)
+                    .values_list("job__status")
+                    .annotate(n=Count("pk"))
+                    .order_by()
+                )
+            )
+        ),
+    }
+    if run is not None:
+        kept = [c for c in run.candidates if not c.get("removed_by")]
+        order = {name: i for i, name in enumerate(run.chosen)}
+        context["candidates"] = sorted(
+            run.candidates,
+            key=lambda c: (
+                bool(c.get("removed_by")),
+                order.get(c["name"], len(order)),
+                -(c.get("weight") or 0),
+                c["name"],
+            ),
+        )
+        context["removed_chart"] = to_html(charts.removed_by_figure(run.removed_by, len(kept)))
+        if kept:
+            context["weights_chart"] = to_html(charts.weights_figure(kept, run.chosen))
+    return render(request, "brokerage/task_detail.html", context)
+
+
+class TaskForm(forms.Form):
+    """The common parameters; the API takes every one of them."""
+
+    name = forms.CharField(max_length=200)
+    owner_group = forms.CharField(max_length=64)
+    processing_type = forms.CharField(max_length=64, initial="simul")
+    priority = forms.IntegerField(initial=500)
+    core_count = forms.IntegerField(initial=1, min_value=0)
+    ram_count = forms.IntegerField(initial=2000, min_value=0, label="ramCount (MB per core)")
+    cpu_time = forms.FloatField(initial=100.0, label="cpuTime (HS06 s per event)")
+    n_jobs = forms.IntegerField(initial=10, min_value=1, max_value=10000)
+    n_events_per_job = forms.IntegerField(initial=100, min_value=1)
+    release = forms.CharField(max_length=128, required=False, help_text="e.g. Athena-24.0.30")
+    architecture = forms.CharField(
+        max_length=512,
+        required=False,
+        help_text="e.g. x86_64-el9-gcc13-opt or #&nvidia:model=.*A100.*:vram>=40960",
+    )
+    inputs = forms.CharField(max_length=2000, required=False, help_text="dataset names, commas")
+
+
+def task_submit(request):
+    form = TaskForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = {k: v for k, v in form.cleaned_data.items() if v not in ("", None)}
+        data["inputs"] = [
+            {"dataset": n.strip()} for n in data.pop("inputs", "").split(",") if n.strip()
+        ]
+        body = TaskSubmitSerializer(data=data, context={"request": request})
+        try:
+            body.is_valid(raise_exception=True)
+        except ValidationError:
+            for field, errors in body.errors.items():
+                target = field if field in form.fields else None
+                for e in errors if isinstance(errors, list) else [errors]:
+                    form.add_error(target, f"{field}: {e}" if target is None else str(e))
+        else:
+            fields = dict(body.validated_data)
+            inputs = [(i["dataset"], i["master"]) for i in fields.pop("inputs", [])]
+            task = services.submit_task(request.user, fields, inputs)
+            messages.success(request, f"Task {task.pk} submitted with {task.n_jobs} jobs.")
+            return redirect("task-detail", pk=task.pk)
+    if not form.is_bound:
+        group = request.user.grid_groups.order_by("name").first()
+        form.initial["owner_group"] = group.name if group else ""
+    return render(request, "brokerage/task_submit.html", {"form": form})
+
+
+def queue_weights(request):
+    """Every queue with its counts and the basic (task-independent) job-brokerage weight."""
+    queues = services.load_queues()
+    rows = []
+    for q in queues:
+        running, source = production.effective_running(q)
+        c = q.counts
+        activated, assigned = c.get("activated", 0), c.get("assigned", 0)
+        many = max(1.0, min(2.0, assigned / activated)) if activated else (2.0 if assigned else 1.0)
+        queued = activated + assigned + c.get("starting", 0) + c.get("defined", 0)
+        rows.append(
+            {
+                "queue": q,
+                "counts": c,
+                "running": running,
+                "running_from": source,
+                "many_assigned": many,
+                "weight": (running + 1) / ((queued + 10) * many),
+            }
+        )
+    rows.sort(key=lambda r: -r["weight"])
+    return render(
+        request,
+        "brokerage/queue_weights.html",
+        {"rows": rows, "chart": to_html(charts.queue_weights_figure(rows)) if rows else ""},
+    )
+
+
+def nucleus_list(request):
+    nuclei = services.load_nuclei()
+    tasks = dict(
+        Task.objects.filter(nucleus__isnull=False)
+        .values_list("nucleus_id")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    for n in nuclei:
+        n.task_count = tasks.get(n.pk, 0)
+        n.free = sum(s.space_free for s in n.storages_list)
+        n.total = sum(s.space_total for s in n.storages_list)
+    return render(request, "brokerage/nucleus_list.html", {"nuclei": nuclei})
+
+
+def nucleus_detail(request, pk):
+    nucleus = next((n for n in services.load_nuclei() if n.pk == pk), None)
+    if nucleus is None:
+        nucleus = get_object_or_404(Nucleus, pk=pk)
+    cap = gdpconfig.get("NQUEUED_SAT_CAP")
+    importance = gdpconfig.get("NW_QUEUE_IMPORTANCE")
+    links = []
+    for link in nucleus.links.select_related("source").order_by("source__name"):
+        data = LinkData(link.queued_files, link.mbps_1h, link.mbps_1d, link.mbps_1w, link.closeness)
+        weight, factors = network_weight(data, False, cap, importance)
+        links.append({"link": link, "weight": weight, "factors": factors})
+    tasks = visible_tasks(request.user).filter(nucleus=nucleus).select_related("owner")[:50]
+    return render(
+        request,
+        "brokerage/nucleus_detail.html",
+        {
+            "nucleus": nucleus,
+            "queues": PandaQueue.objects.filter(nucleus=nucleus).select_related("site"),
+            "links": links,
+            "tasks": tasks,
+        },
+    )
