@@ -36,6 +36,8 @@ class ArchitectureError(ValueError):
 
 
 def _check_regexp(text: str, what: str) -> None:
+    if text == "*":  # the wildcard (any), dropped by parse(); not a regexp
+        return
     try:
         re.compile(text)
     except re.error as exc:
@@ -215,6 +217,12 @@ def parse(text: str) -> dict:
     text = (text or "").strip()
     if not text:
         return {"sw_platform": "", "base_platform": "", "cpu_specs": [], "gpu_spec": None}
+    if text[0] in "'\"" or text[-1] in "'\"":
+        # The seed's ART warning: a quoted value would otherwise be read as a bogus sw_platform.
+        raise ArchitectureError(
+            "the architecture is wrapped in quotes; give it without them "
+            "(an ART header passes its value literally)"
+        )
     spec = _parse_json(text) if text.startswith("{") else _parse_old(text)
     return _drop_wildcards(spec)
 
