@@ -32,7 +32,7 @@ BEST_CANDIDATES = 10
 PRE_MATCH = ("defined", "assigned", "activated", "starting")
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     name: str
     removed_by: str = ""
@@ -265,6 +265,8 @@ class JobContext:
     all_tags: list[dict] = field(default_factory=list)
     n_events: int = 0  # smallest events per job
     input_mb_per_job: float = 0.0
+    # Verdicts shared by the tasks of one cycle (see CHECK_KEYS); None: evaluate everything.
+    memo: dict | None = None
 
 
 def zero_share(policy: str, task) -> str | None:
@@ -617,6 +619,59 @@ def job_checks(task, spec: dict) -> list[tuple[str, Check]]:
     ]
 
 
+def _nid(t, ctx):
+    return ctx.nucleus.pk if ctx.nucleus is not None else None
+
+
+# What of the task (and context) each check reads: within a cycle, a check's verdicts over all
+# queues are computed once per distinct key and reused by every task sharing it. `inactive`
+# reads the activated counts that the cycle itself raises, so it is always evaluated.
+CHECK_KEYS: dict[str, Callable[[Any, JobContext], Any] | None] = {
+    "status": lambda t, ctx: t.site,
+    "link_blocked": _nid,
+    "link_queued": _nid,
+    "nucleus_queued": _nid,
+    "inactive": None,
+    "opportunistic": lambda t, ctx: t.priority >= 800 or t.scout,
+    "zero_share": lambda t, ctx: (
+        t.processing_type,
+        t.working_group,
+        t.gshare,
+        t.priority,
+        t.merge,
+    ),
+    "move_input": lambda t, ctx: (
+        t.pk if (t.io_intensity or 0) > ctx.params["IO_INTENSITY_CUTOFF"] else None
+    ),
+    "diskio": lambda t, ctx: t.disk_io,
+    "core_count": lambda t, ctx: (t.core_count, t.max_core_count),
+    "software": lambda t, ctx: (t.architecture, t.release, t.container_name, t.only_tags_for_fc),
+    "memory": lambda t, ctx: (t.ram_count, t.base_ram_count, t.ram_unit),
+    "direct_access": lambda t, ctx: t.direct_access_only,
+    "disk": lambda t, ctx: (
+        t.out_disk_unit,
+        t.out_disk_count,
+        t.work_disk_count,
+        ctx.n_events,
+        ctx.input_mb_per_job,
+    ),
+    "storage_space": lambda t, ctx: (),
+    "endpoints": _nid,
+    "scout_maxtime": lambda t, ctx: (t.scout, bool(t.walltime)),
+    "walltime": lambda t, ctx: (t.cpu_time, ctx.n_events, t.base_walltime),
+    "connectivity": lambda t, ctx: t.ip_connectivity,
+    "transferring": lambda t, ctx: (),
+    "t1_weight": lambda t, ctx: (t.t1_weight, t.merge, _nid(t, ctx)),
+    "full_chain": lambda t, ctx: (t.full_chain, _nid(t, ctx)),
+    "no_pilot": lambda t, ctx: (),
+    "urgent_network": lambda t, ctx: (
+        "urgent" in t.processing_type or t.priority >= 1000,
+        _nid(t, ctx),
+    ),
+    "work_shortage": lambda t, ctx: (),
+}
+
+
 def queue_weight(task, q, ctx: JobContext) -> tuple[float, dict]:
     c = q.counts
     running, running_source = effective_running(q)
@@ -659,34 +714,64 @@ def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
     """Choose up to 10 queues for a task's jobs."""
     spec = task.architecture_spec or architecture.parse(task.architecture)
     pre = set(_preassigned(task))
-    cands: list[Candidate] = []
-    live = []
-    for q in queues:
-        if pre and q.name not in pre:
-            continue
-        if not pre and "test" in q.name.lower():
-            continue
-        q.network = None
-        if ctx.nucleus is not None:
-            q.network = network_weight(
+    memo = ctx.memo if not pre else None  # pre-assigned tasks see their own candidate lists
+    if memo is not None and "live" in memo:
+        live = memo["live"]
+    else:
+        live = [q for q in queues if ((q.name in pre) if pre else ("test" not in q.name.lower()))]
+        if memo is not None:
+            memo["live"] = live
+    nid = _nid(task, ctx)
+    networks = memo.get(("network", nid)) if memo is not None else None
+    if networks is None:
+        networks = [
+            network_weight(
                 ctx.links.get(q.site_id),
                 q.site_id == ctx.nucleus.site_id,
                 ctx.params["NQUEUED_SAT_CAP"],
                 ctx.params["NW_QUEUE_IMPORTANCE"],
             )
-        cands.append(Candidate(q.name))
-        live.append(q)
+            if ctx.nucleus is not None
+            else None
+            for q in live
+        ]
+        if memo is not None:
+            memo[("network", nid)] = networks
+    for q, nw in zip(live, networks, strict=True):
+        q.network = nw
+    cands = [Candidate(q.name) for q in live]
 
     checks = job_checks(task, spec)
-    survivors = []
-    for q, c in zip(live, cands, strict=True):
+    if memo is None:
+        survivors = []
+        for q, c in zip(live, cands, strict=True):
+            for name, check in checks:
+                values = check(q, task, ctx)
+                if values is not None:
+                    c.remove(name, **values)
+                    break
+            else:
+                survivors.append((q, c))
+    else:
+        alive = set(range(len(live)))
         for name, check in checks:
-            values = check(q, task, ctx)
-            if values is not None:
-                c.remove(name, **values)
+            key_of = CHECK_KEYS[name]
+            if key_of is None:
+                verdicts = {i: v for i in alive if (v := check(live[i], task, ctx)) is not None}
+            else:
+                key = (name, key_of(task, ctx))
+                verdicts = memo.get(key)
+                if verdicts is None:
+                    verdicts = memo[key] = {
+                        i: v for i, q in enumerate(live) if (v := check(q, task, ctx)) is not None
+                    }
+            for i in alive.intersection(verdicts):
+                cands[i].removed_by = name
+                cands[i].values = verdicts[i]
+                alive.discard(i)
+            if not alive:
                 break
-        else:
-            survivors.append((q, c))
+        survivors = [(live[i], cands[i]) for i in sorted(alive)]
 
     kept = []
     for q, c in survivors:

@@ -404,6 +404,7 @@ def job_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
         datasets_by_task[td.task_id].append(td.dataset)
     replicas = replicas_of({d.pk for ds in datasets_by_task.values() for d in ds})
 
+    memo: dict = {}
     sites_by_job: dict[int, list[str]] = {}
     queue_by_job: dict[int, int] = {}
     runs, pending_tasks, brokered_tasks = [], [], []
@@ -424,6 +425,7 @@ def job_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
             all_tags=all_tags,
             n_events=min(j["n_events"] for j in jobs),
             input_mb_per_job=max(j["input_size_mb"] for j in jobs),
+            memo=memo,
         )
         decision = production.broker_jobs(task, queues, ctx)
         if decision.chosen:
