@@ -226,9 +226,19 @@ def activate_jobs(sites_by_job: dict[int, Sequence[str]], reason: str) -> int:
         job.status = JobStatus.ACTIVATED
         job.status_reason = f"waiting in TaskQueue; {reason}"[:255]
         job.status_changed = now
-    Job.objects.bulk_update(
-        jobs, ["sites", "task_queue", "status", "status_reason", "status_changed"], batch_size=1000
-    )
+    # One UPDATE per (sites, TaskQueue): a brokered task's jobs share both (bulk_update's
+    # per-row CASE expressions cost more to build than the whole brokerage decision).
+    groups: dict[tuple, list[int]] = {}
+    for j in jobs:
+        groups.setdefault((tuple(j.sites), j.task_queue_id), []).append(j.pk)
+    for (sites, tq_id), ids in groups.items():
+        Job.objects.filter(pk__in=ids).update(
+            sites=list(sites),
+            task_queue_id=tq_id,
+            status=JobStatus.ACTIVATED,
+            status_reason=f"waiting in TaskQueue; {reason}"[:255],
+            status_changed=now,
+        )
     TaskQueueJob.objects.bulk_create(
         [
             TaskQueueJob(job=j, task_queue_id=j.task_queue_id, user_priority=j.user_priority)

@@ -117,3 +117,40 @@ def test_staff_edit_a_jobshare_in_the_admin_and_the_shares_page_shows_it(page, g
     page.goto("/shares/")
     row = page.page.locator("tr", has_text="lhcb_mc")
     assert "650" in row.inner_text()
+
+
+def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, grid):
+    from brokerage import demo as panda_demo
+    from brokerage.models import Task
+    from brokerage.topology import import_topology
+    from config.cycles import run_cycle
+
+    import_topology(panda_demo.topology())
+    page.login("erin", demo.USER_PASSWORD)
+    page.goto("/brokerage/tasks/submit/")
+    page.page.fill("#id_name", "browser.evgen")
+    page.page.fill("#id_owner_group", "lhcb_mc")
+    page.page.fill("#id_processing_type", "evgen")
+    page.page.fill("#id_architecture", "#&nvidia:vram>>1")
+    page.page.click("button[type=submit]")
+    assert page.page.locator(".error", has_text="not a version number").count() == 1
+    page.page.fill("#id_architecture", "")
+    page.page.click("button[type=submit]")
+    page.page.wait_for_url("**/brokerage/tasks/*/")
+    task = Task.objects.get(name="browser.evgen")
+    run_cycle("task_brokerage")
+    run_cycle("job_brokerage")
+    page.goto(f"/brokerage/tasks/{task.pk}/")
+    page.page.wait_for_selector("#removed-chart .js-plotly-plot .main-svg")
+    page.page.wait_for_selector("#weights-chart .js-plotly-plot .bars path")
+    assert page.page.locator("#candidates td", has_text="core_count").count() >= 1
+    page.screenshot("brokerage-task")
+    for name, path in {
+        "brokerage-tasks": "/brokerage/tasks/",
+        "brokerage-queues": "/brokerage/queues/",
+        "brokerage-nuclei": "/brokerage/nuclei/",
+        "brokerage-nucleus": f"/brokerage/nuclei/{Task.objects.get(pk=task.pk).nucleus_id}/",
+    }.items():
+        assert page.goto(path).status == 200, path
+        page.screenshot(name)
+    page.page.wait_for_selector("#links td")
