@@ -14,8 +14,10 @@ the decisions (one trace per task, the jobs activated into TaskQueues). Prints
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
+import sys
 import time
 
 from _common import emit, throwaway_database
@@ -30,14 +32,22 @@ class DBTimer:
     def __init__(self):
         self.seconds = 0.0
         self.queries = 0
+        self.by_statement: dict[str, float] = {}
 
     def __call__(self, execute, sql, params, many, context):
         t0 = time.perf_counter()
         try:
             return execute(sql, params, many, context)
         finally:
-            self.seconds += time.perf_counter() - t0
+            spent = time.perf_counter() - t0
+            self.seconds += spent
             self.queries += 1
+            head = sql[:90]
+            self.by_statement[head] = self.by_statement.get(head, 0.0) + spent
+
+    def top(self, n=8) -> list:
+        rows = sorted(self.by_statement.items(), key=lambda kv: -kv[1])[:n]
+        return [[round(t, 3), sql] for sql, t in rows]
 
 
 def build_world(rng, n_tasks, n_queues, n_sites, n_nuclei, jobs_per_task, n_background):
@@ -182,6 +192,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--cycles", type=int, default=3)
+    parser.add_argument(
+        "--db-statements", action="store_true", help="print the costliest statements to stderr"
+    )
     args = parser.parse_args()
     n_tasks, n_queues, n_sites, n_nuclei, per_task, n_background = SCALES[args.scale]
 
@@ -211,6 +224,18 @@ def main() -> None:
             times.append(elapsed)
             fractions.append(timer.seconds / elapsed)
             results.append(result)
+            if args.db_statements:
+                print(
+                    json.dumps(
+                        {
+                            "cycle": c,
+                            "db_s": round(timer.seconds, 3),
+                            "queries": timer.queries,
+                            "top": timer.top(),
+                        }
+                    ),
+                    file=sys.stderr,
+                )
             if result["tasks"] != n_tasks:
                 raise SystemExit(f"cycle {c} brokered {result['tasks']} tasks, not {n_tasks}")
         median = statistics.median(times)

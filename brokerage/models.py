@@ -4,6 +4,9 @@ Units follow PanDA's: storage space and dataset sizes in GB, memory and disk per
 times in seconds, diskIO in kB/s per core, throughput in MB/s.
 """
 
+import zlib
+
+import orjson
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -336,9 +339,9 @@ class BrokerageRun(models.Model):
     outcome = models.CharField(max_length=16, help_text="assigned, pending or throttled")
     chosen = models.JSONField(default=list, help_text="the nucleus, or the best queues")
     message = models.CharField(max_length=255, blank=True)
-    # [{"name", "removed_by", "values", "weight", "factors"}, …]: one JSON document per run
-    # keeps a cycle's writes to one row per task (500 candidates each, at 1,000 tasks).
-    candidates = models.JSONField(default=list)
+    # Every candidate as rows [name, check, values] or [name, "", factors, weight], JSON then
+    # zlib: a cycle writes one small row per task although each has 500 candidates.
+    trace = models.BinaryField(default=bytes)
     removed_by = models.JSONField(default=dict, help_text="check → number of candidates removed")
 
     class Meta:
@@ -347,3 +350,20 @@ class BrokerageRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} for task {self.task_id} at {self.at:%Y-%m-%d %H:%M}"
+
+    @staticmethod
+    def encode_trace(rows: list) -> bytes:
+        return zlib.compress(orjson.dumps(rows), 1)
+
+    @property
+    def candidates(self) -> list[dict]:
+        """[{"name", "removed_by", "values"} or {"name", "weight", "factors"}, …]"""
+        if not self.trace:
+            return []
+        out = []
+        for row in orjson.loads(zlib.decompress(bytes(self.trace))):
+            if row[1]:
+                out.append({"name": row[0], "removed_by": row[1], "values": row[2]})
+            else:
+                out.append({"name": row[0], "weight": row[3], "factors": row[2]})
+        return out

@@ -60,6 +60,9 @@ class Decision:
     candidates: list[Candidate]
     chosen: list[str]
     message: str = ""
+    # Candidates removed by a memoised check, as (name, check, values): at 500 queues × 1,000
+    # tasks a cycle, objects per candidate cost more than the decision itself.
+    removed_rows: list[tuple] = field(default_factory=list)
 
     @property
     def removed_by(self) -> dict[str, int]:
@@ -67,7 +70,20 @@ class Decision:
         for c in self.candidates:
             if c.removed_by:
                 out[c.removed_by] = out.get(c.removed_by, 0) + 1
+        for _, check, _ in self.removed_rows:
+            out[check] = out.get(check, 0) + 1
         return out
+
+    def trace_rows(self) -> list[list]:
+        """The trace: [name, check, values] for a removed candidate, [name, "", factors,
+        weight] for a kept one."""
+        rows = [list(r) for r in self.removed_rows]
+        for c in self.candidates:
+            if c.removed_by:
+                rows.append([c.name, c.removed_by, c.values])
+            else:
+                rows.append([c.name, "", c.factors, c.weight])
+        return rows
 
 
 @dataclass
@@ -672,7 +688,9 @@ CHECK_KEYS: dict[str, Callable[[Any, JobContext], Any] | None] = {
 }
 
 
-def queue_weight(task, q, ctx: JobContext) -> tuple[float, dict]:
+def queue_weight(task, q, ctx: JobContext, detail: bool = True) -> tuple[float, dict]:
+    """The weight and its factors (detail=False: only the weight and the running count, for
+    the candidates that will not make the best 10)."""
     c = q.counts
     running, running_source = effective_running(q)
     tot_size, tot_files = ctx.totals
@@ -687,6 +705,12 @@ def queue_weight(task, q, ctx: JobContext) -> tuple[float, dict]:
     else:
         many_assigned = 2.0 if assigned else 1.0
     w = (running + 1) / ((activated + assigned + starting + defined + 10) * many_assigned)
+    if not detail:
+        if tot_size > 0:
+            w *= (loc.size_any + tot_size) / (tot_size * (missing_files / 100 + 1))
+        if q.network is not None:
+            w *= q.network[0]
+        return w, {"running": running}
     factors: dict[str, Any] = {
         "running": running,
         "running_from": running_source,
@@ -739,10 +763,10 @@ def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
             memo[("network", nid)] = networks
     for q, nw in zip(live, networks, strict=True):
         q.network = nw
-    cands = [Candidate(q.name) for q in live]
-
     checks = job_checks(task, spec)
+    removed_rows: list[tuple] = []
     if memo is None:
+        cands = [Candidate(q.name) for q in live]
         survivors = []
         for q, c in zip(live, cands, strict=True):
             for name, check in checks:
@@ -765,17 +789,18 @@ def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
                     verdicts = memo[key] = {
                         i: v for i, q in enumerate(live) if (v := check(q, task, ctx)) is not None
                     }
-            for i in alive.intersection(verdicts):
-                cands[i].removed_by = name
-                cands[i].values = verdicts[i]
-                alive.discard(i)
+            hit = alive.intersection(verdicts)
+            if hit:
+                removed_rows.extend((live[i].name, name, verdicts[i]) for i in hit)
+                alive.difference_update(hit)
             if not alive:
                 break
-        survivors = [(live[i], cands[i]) for i in sorted(alive)]
+        survivors = [(live[i], Candidate(live[i].name)) for i in sorted(alive)]
+        cands = [c for _, c in survivors]
 
     kept = []
     for q, c in survivors:
-        c.weight, c.factors = queue_weight(task, q, ctx)
+        c.weight, c.factors = queue_weight(task, q, ctx, detail=False)
         counts = q.counts
         running = c.factors["running"]
         a_s = counts.get("activated", 0) + counts.get("starting", 0)
@@ -792,6 +817,8 @@ def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
     for _q, c in kept[BEST_CANDIDATES:]:
         c.remove("low_weight", weight=c.weight, rank_needed=BEST_CANDIDATES)
     best = kept[:BEST_CANDIDATES]
+    for q, c in best:
+        c.weight, c.factors = queue_weight(task, q, ctx)
     if not best:
-        return Decision(cands, [], "every queue was skipped")
-    return Decision(cands, [q.name for q, _ in best])
+        return Decision(cands, [], "every queue was skipped", removed_rows)
+    return Decision(cands, [q.name for q, _ in best], "", removed_rows)

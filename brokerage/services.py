@@ -348,7 +348,7 @@ def _run_fields(task, kind, decision, outcome, now, run_id) -> dict:
         "outcome": outcome,
         "chosen": decision.chosen,
         "message": decision.message[:255],
-        "candidates": [c.as_dict() for c in decision.candidates],
+        "trace": BrokerageRun.encode_trace(decision.trace_rows()),
         "removed_by": decision.removed_by,
     }
 
@@ -430,12 +430,8 @@ def job_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
         decision = production.broker_jobs(task, queues, ctx)
         if decision.chosen:
             best = [by_name[name] for name in decision.chosen]
-            weights = [
-                (q.name, max(c.weight, 0.0))
-                for q in best
-                for c in decision.candidates
-                if c.name == q.name
-            ]
+            weight_of = {c.name: c.weight for c in decision.candidates if not c.removed_by}
+            weights = [(q.name, max(weight_of[q.name], 0.0)) for q in best]
             sites = list(dict.fromkeys(q.site.name for q in best))
             for j in jobs:
                 pick = by_name[production.weighted_choice(weights, rng)]

@@ -29,7 +29,7 @@ def task_detail(request, pk):
         visible_tasks(request.user).select_related("owner", "owner_group", "nucleus", "parent"),
         pk=pk,
     )
-    runs = list(BrokerageRun.objects.filter(task=task).defer("candidates")[:30])
+    runs = list(BrokerageRun.objects.filter(task=task).defer("trace")[:30])
     run = None
     if runs:
         wanted = request.GET.get("run")
@@ -52,10 +52,11 @@ def task_detail(request, pk):
         ),
     }
     if run is not None:
-        kept = [c for c in run.candidates if not c.get("removed_by")]
+        candidates = run.candidates
+        kept = [c for c in candidates if not c.get("removed_by")]
         order = {name: i for i, name in enumerate(run.chosen)}
         context["candidates"] = sorted(
-            run.candidates,
+            candidates,
             key=lambda c: (
                 bool(c.get("removed_by")),
                 order.get(c["name"], len(order)),

@@ -151,6 +151,12 @@ class TaskSerializer(serializers.ModelSerializer):
 
 
 class BrokerageRunSerializer(serializers.ModelSerializer):
+    candidates = serializers.ListField(
+        child=serializers.DictField(),
+        read_only=True,
+        help_text='{"name", "removed_by", "values"} or {"name", "weight", "factors"}',
+    )
+
     class Meta:
         model = BrokerageRun
         fields = [
