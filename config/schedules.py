@@ -6,4 +6,6 @@ SCHEDULES = {
     "usage_sampling": 1,
     "director": 1,
     "pilot_status": 1,
+    "negotiator": 1,
+    "matchmaker_monitor": 2,
 }

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "shares",
     "matcher",
     "brokerage",
+    "classads",
 ]
 
 MIDDLEWARE = [

@@ -4,6 +4,7 @@ from django.urls import path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
+from classads.api.urls import routes as classads_routes
 from config.api import views as api_views
 from matcher.api.urls import routes as matcher_routes
 from shares.api.urls import routes as shares_routes
@@ -11,6 +12,7 @@ from shares.api.urls import routes as shares_routes
 routes = [
     *matcher_routes,
     *shares_routes,
+    *classads_routes,
     ("config", api_views.ParameterViewSet, "parameter"),
     ("cycles", api_views.CycleRunViewSet, "cyclerun"),
 ]
