@@ -152,7 +152,7 @@ class Negotiator:
             ac.heap = self._build(ac)
         heap = ac.heap
         while heap:
-            neg_rank, position, index, version, evaluated = heap[0]
+            neg_rank, _position, index, version, evaluated = heap[0]
             site = self.sites[index]
             if site.removed or site.closed:
                 heapq.heappop(heap)

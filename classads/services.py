@@ -501,7 +501,7 @@ def _create_node_jobs(decided, job_ads, by_id, site_rows) -> int:
     for m, exp in decided:
         idle = by_id[m.job]
         name, setup, nodes = info[m.job]
-        site_id, site_name, _, _, _, dirac_site = site_rows[m.site]
+        _site_id, site_name, _, _, _, dirac_site = site_rows[m.site]
         key = (idle.digest, m.site, tuple(sorted(exp.expanded.items())))
         if key not in env_cache:
             ad = expansion.expanded_ad(job_ads[idle.digest], exp)

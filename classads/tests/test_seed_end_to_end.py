@@ -125,5 +125,5 @@ def test_a_pilot_at_the_matched_site_runs_a_node_of_the_dag(seed_site, submit_ad
     assert body.is_valid(), body.errors
     found = match.match_job(body.resource(users["admin"]), "pilot-1")
     assert found is not None
-    assert JobAdNode.objects.get(job_id=found.id).job_ad_id == dag_id
-    assert Job.objects.get(pk=found.id).status == JobStatus.SENT
+    assert JobAdNode.objects.get(job_id=found.job.id).job_ad_id == dag_id
+    assert Job.objects.get(pk=found.job.id).status == JobStatus.SENT
