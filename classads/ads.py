@@ -132,7 +132,7 @@ def parse_submit(text: str) -> ClassAd:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if re.match(r"(?i)^queue\b", line):
+        if re.match(r"(?i)^queue\b(?!\s*=)", line):
             break
         m = re.match(r"^(\+|MY\.)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$", line, re.IGNORECASE)
         if not m:
