@@ -20,8 +20,8 @@ In a throw-away database.
 from __future__ import annotations
 
 import argparse
-import os
 import hashlib
+import os
 import random
 import time
 
@@ -86,7 +86,8 @@ def main() -> None:
         for i in range(n_sites):
             services.advertise(site_ad(i, rng))
         members = [
-            (u, g) for u in User.objects.exclude(username__in=["admin", "pilot"])
+            (u, g)
+            for u in User.objects.exclude(username__in=["admin", "pilot"])
             for g in u.grid_groups.all()
         ]
         templates = []

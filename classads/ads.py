@@ -65,15 +65,18 @@ def _end_of_group(text: str, start: int) -> int:
 
 
 def parse_new(text: str) -> ClassAd:
-    """One ad in the new syntax, `[ A = 1; B = "x" ]`, and nothing after it."""
+    """One ad in the new syntax, `[ A = 1; B = "x" ]`, and nothing after it (the library
+    would quietly ignore what follows the first ad)."""
     body = text.strip()
-    end = _end_of_group(body, 0) if body.startswith("[") else -1
-    if end != len(body):
-        raise AdError("ad", "not one ClassAd in the new syntax: text outside [ ... ]")
+    if not body.startswith("["):
+        raise AdError("ad", "not a ClassAd in the new syntax: it must start with [")
     try:
-        return ClassAd(body)
+        ad = ClassAd(body)
     except Exception as exc:
         raise AdError("ad", f"not valid ClassAd syntax ({exc})") from None
+    if _end_of_group(body, 0) != len(body):
+        raise AdError("ad", "not one ClassAd in the new syntax: text outside [ ... ]")
+    return ad
 
 
 def parse_old(text: str) -> ClassAd:

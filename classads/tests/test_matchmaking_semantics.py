@@ -137,8 +137,10 @@ def test_the_highest_rank_wins_whatever_the_order(advertise, submit_ad):
 
 def test_the_jobs_requirements_must_hold_too(advertise, submit_ad):
     advertise(site_ad_text("small", extra="Memory = 2048\n"))
-    job = submit_ad(USCMS_JOB + "+RequestMemory = 4096\nRequirements = TARGET.Memory >= "
-                    "RequestMemory && Is_USCMS_Site =?= True").data["id"]
+    job = submit_ad(
+        USCMS_JOB + "+RequestMemory = 4096\nRequirements = TARGET.Memory >= "
+        "RequestMemory && Is_USCMS_Site =?= True"
+    ).data["id"]
     assert negotiate()["matches"] == 0
     assert JobAd.objects.get(pk=job).status == "idle"
 
@@ -159,15 +161,13 @@ def test_a_failed_dollar_dollar_expansion_holds_the_job_with_htcondors_reason(
     assert response.data["status"] == "idle"
 
 
-def test_dollar_dollar_defaults_and_expressions_expand_against_the_matched_ad(
-    advertise, submit_ad
-):
+def test_dollar_dollar_defaults_and_expressions_expand_against_the_matched_ad(advertise, submit_ad):
     advertise(site_ad_text("expr", max_matches=7))
     job = submit_ad(
         USCMS_JOB
         + "Queue = $$(QueueName:short)\n"
         + "Slots = $$([MaxMatches - CurMatches])\n"
-        + "Where = $$([strcat(Name, \"/\", GridSite)])"
+        + 'Where = $$([strcat(Name, "/", GridSite)])'
     ).data["id"]
     negotiate()
     ad = JobAd.objects.get(pk=job)
