@@ -20,5 +20,6 @@ urlpatterns = [
     path("api/v1/", include("config.api.urls")),
     path("config/", include("config.urls_pages")),
     path("shares/", include("shares.urls")),
+    path("classads/", include("classads.urls")),
     path("", include("matcher.urls")),
 ]
