@@ -202,17 +202,22 @@ class Negotiator:
         return Result(matches=matches, evaluations=self.evaluations, unmatched=unmatched)
 
 
-def fair_share_order(queues: Iterable[tuple[int, float, Sequence[int]]]) -> list[tuple[int, int]]:
+def fair_share_order(
+    queues: Iterable[tuple[int, float, Sequence[int]]], batch: int = 1
+) -> list[tuple[int, int]]:
     """Interleave queues of jobs in proportion to their priorities: `queues` are (autocluster
-    index, priority, job ids in the queue's own order); the k-th job of a queue comes at
-    virtual time (k + 1) / priority, earliest first (stride scheduling), so over any stretch
-    of the order each queue has had its share. Ties go to the lower job id."""
+    index, priority, job ids in the queue's own order); the k-th batch of `batch` jobs of a
+    queue comes at virtual time (k + 1) / priority, earliest first (stride scheduling), so
+    over any stretch of the order each queue has had its share. A batch's jobs stay together,
+    as a submitter's requests do within its pie slice in HTCondor: the autocluster's cached
+    candidates are then popped while fresh instead of re-evaluated after every other
+    autocluster's matches."""
     keyed = []
-    for ac_index, priority, jobs in queues:
+    for q, (ac_index, priority, jobs) in enumerate(queues):
         step = 1.0 / max(priority, 1e-9)
-        keyed.extend(((k + 1) * step, job, ac_index) for k, job in enumerate(jobs))
+        keyed.extend(((k // batch + 1) * step, q, k, job, ac_index) for k, job in enumerate(jobs))
     keyed.sort()
-    return [(job, ac_index) for _, job, ac_index in keyed]
+    return [(job, ac_index) for *_, job, ac_index in keyed]
 
 
 def autocluster_key(ad: ClassAd, significant: set[str]) -> tuple:

@@ -36,3 +36,17 @@ register(
         help="How long the CurMatches / MaxMatches history of the site ads is kept.",
     )
 )
+register(
+    Param(
+        name="NegotiatorQueueBatch",
+        kind=INT,
+        default=50,
+        minimum=1,
+        maximum=100000,
+        category="classads",
+        help=(
+            "Jobs a queue (owner, group, autocluster) negotiates in one turn of the fair-share "
+            "order; turns come in proportion to the queues' priorities. 1: job by job."
+        ),
+    )
+)

@@ -307,12 +307,15 @@ def _fair_share(idle: list[_Idle], ac_of_digest: dict[str, int]) -> list[tuple[i
         gdpconfig.get("PRIORITY_CONSOLIDATION"),
     )
     return negotiation.fair_share_order(
-        (
-            key[2],
-            priorities.get(i, engine.MIN_PRIORITY),
-            [j.id for j in sorted(queues[key], key=lambda j: (-j.user_priority, j.id))],
-        )
-        for i, key in enumerate(keys)
+        [
+            (
+                key[2],
+                priorities.get(i, engine.MIN_PRIORITY),
+                [j.id for j in sorted(queues[key], key=lambda j: (-j.user_priority, j.id))],
+            )
+            for i, key in enumerate(keys)
+        ],
+        batch=gdpconfig.get("NegotiatorQueueBatch"),
     )
 
 

@@ -216,3 +216,8 @@ def test_a_bigger_share_is_matched_first_when_sites_are_short(advertise, submit_
 def test_fair_share_order_interleaves_queues_in_proportion_to_priority():
     order = negotiation.fair_share_order([(0, 2.0, [1, 2, 3, 4]), (1, 1.0, [10, 11])])
     assert [job for job, _ in order] == [1, 2, 10, 3, 4, 11]
+
+
+def test_fair_share_batches_keep_a_queues_jobs_together_in_its_turn():
+    order = negotiation.fair_share_order([(0, 2.0, [1, 2, 3, 4]), (1, 1.0, [10, 11])], batch=2)
+    assert [job for job, _ in order] == [1, 2, 3, 4, 10, 11]  # a tie at 1.0: queue order
