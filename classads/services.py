@@ -380,14 +380,16 @@ def negotiator_cycle() -> dict:
     }
 
 
-def _expansion_for(cache: dict, job_ad: ClassAd, digest: str, site_text: str, cur, index: int):
-    """$$() expansion of one distinct job ad against one site ad state, computed once."""
-    key = (digest, index, cur)
+def _expansion_for(cache: dict, job_ad: ClassAd, digest: str, site: ClassAd, cur, index: int):
+    """$$() expansion of one distinct job ad against one site ad, computed once per site ad,
+    or once per site ad state when it could read CurMatches (a `$$([expr])`, or the name)."""
+    text = str(job_ad)
+    reads_state = "$$([" in text or "curmatches" in text.lower()
+    key = (digest, index, cur if reads_state else None)
     if key not in cache:
-        if "$$(" not in str(job_ad):
+        if "$$(" not in text:
             cache[key] = expansion.Expansion()
         else:
-            site = ClassAd(site_text)
             if cur is not None:
                 site["CurMatches"] = cur
             cache[key] = expansion.expand(job_ad, site)
@@ -408,10 +410,13 @@ def _write_matches(matches, idle, job_ads, site_rows, sites) -> dict:
             cur[m.site] = (cur[m.site] or 0) + 1
 
     cache: dict = {}
+    parsed: dict[int, ClassAd] = {}  # each matched site ad parsed once, CurMatches set per use
     decided = []  # (match, expansion)
     for m, cur_then in zip(matches, seen, strict=True):
         digest = by_id[m.job].digest
-        exp = _expansion_for(cache, job_ads[digest], digest, site_rows[m.site][2], cur_then, m.site)
+        if m.site not in parsed:
+            parsed[m.site] = ClassAd(site_rows[m.site][2])
+        exp = _expansion_for(cache, job_ads[digest], digest, parsed[m.site], cur_then, m.site)
         decided.append((m, exp, cur_then))
 
     with transaction.atomic():
