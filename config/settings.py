@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "shares",
     "matcher",
     "brokerage",
+    "classads",
 ]
 
 MIDDLEWARE = [
@@ -198,6 +199,7 @@ SPECTACULAR_SETTINGS = {
         "ComputingElementStatusEnum": "matcher.models.CE_STATUS_CHOICES",
         "PilotStatusEnum": "matcher.models.PilotStatus.choices",
         "JobReportStatusEnum": "matcher.api.pilots.JOB_REPORT_CHOICES",
+        "JobAdStatusEnum": "classads.models.JOB_AD_STATUS_CHOICES",
     },
 }
 

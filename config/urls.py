@@ -21,5 +21,6 @@ urlpatterns = [
     path("config/", include("config.urls_pages")),
     path("shares/", include("shares.urls")),
     path("brokerage/", include("brokerage.urls")),
+    path("classads/", include("classads.urls")),
     path("", include("matcher.urls")),
 ]

@@ -1,0 +1,239 @@
+"""ClassAd text in, ClassAds out, with errors that name the attribute: site ads in either syntax,
+job ads as a ClassAd or as condor_submit lines. Pure (no ORM); evaluation is HTCondor's own.
+"""
+
+from __future__ import annotations
+
+import re
+
+from classad2 import ClassAd, ExprTree, Value
+
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+OLD_LINE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=(?!=)(.*)$")
+# condor_submit's universe names -> JobUniverse numbers (condor_universe.h).
+UNIVERSES = {"standard": 1, "vanilla": 5, "scheduler": 7, "globus": 9, "grid": 9, "local": 12}
+# condor_submit commands whose attribute has another name; the rest keep the name as written.
+SUBMIT_NAMES = {
+    "environment": "Environment",
+    "globusscheduler": "GlobusScheduler",
+    "globusrsl": "GlobusRSL",
+    "grid_resource": "GridResource",
+    "executable": "Cmd",
+    "arguments": "Args",
+    "remote_initialdir": "RemoteIwd",
+}
+# Expressions in a submit file; every other command's value is text (condor_submit quotes it).
+SUBMIT_EXPRESSIONS = {"requirements", "rank"}
+
+
+class AdError(ValueError):
+    """An ad that cannot be used; `field` names the attribute (or "ad" for the whole text)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def _parse_expr(text: str, field: str) -> ExprTree:
+    try:
+        return ExprTree(text)
+    except Exception as exc:  # ClassAdException: the parser's message
+        raise AdError(field, f"not a valid ClassAd expression ({exc}): {text.strip()}") from None
+
+
+def _end_of_group(text: str, start: int) -> int:
+    """Index just past the bracket group opened at text[start], skipping string literals."""
+    pairs = {"[": "]", "(": ")", "{": "}"}
+    stack = []
+    i = start
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < len(text) and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c in pairs:
+            stack.append(pairs[c])
+        elif c in ")]}":
+            if not stack or stack.pop() != c:
+                return -1
+            if not stack:
+                return i + 1
+        i += 1
+    return -1
+
+
+def parse_new(text: str) -> ClassAd:
+    """One ad in the new syntax, `[ A = 1; B = "x" ]`, and nothing after it (the library
+    would quietly ignore what follows the first ad)."""
+    body = text.strip()
+    if not body.startswith("["):
+        raise AdError("ad", "not a ClassAd in the new syntax: it must start with [")
+    try:
+        ad = ClassAd(body)
+    except Exception as exc:
+        raise AdError("ad", f"not valid ClassAd syntax ({exc})") from None
+    if _end_of_group(body, 0) != len(body):
+        raise AdError("ad", "not one ClassAd in the new syntax: text outside [ ... ]")
+    return ad
+
+
+def parse_old(text: str) -> ClassAd:
+    """The old `Attr = value` lines of condor_advertise, each line checked: the library's old
+    parser stops quietly at the first bad line, keeping what came before."""
+    ad = ClassAd()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = OLD_LINE_RE.match(line)
+        if not m:
+            raise AdError("ad", f"line {number}: expected `Attr = value`, got {line.strip()!r}")
+        name = m.group(1)
+        if not NAME_RE.match(name):
+            raise AdError(name, f"line {number}: not an attribute name")
+        ad[name] = _parse_expr(m.group(2), name)
+    return ad
+
+
+def parse_ad(text: str, syntax: str = "auto") -> ClassAd:
+    """A ClassAd in either syntax; `auto`: new when the text starts with `[`."""
+    if not isinstance(text, str) or not text.strip():
+        raise AdError("ad", "is empty")
+    if syntax == "new" or (syntax == "auto" and text.lstrip().startswith("[")):
+        return parse_new(text)
+    return parse_old(text)
+
+
+def parse_site_ad(text: str, syntax: str = "auto") -> ClassAd:
+    ad = parse_ad(text, syntax)
+    name = ad.get("Name")
+    if not isinstance(name, str) or not name.strip():
+        raise AdError("Name", "a site ad needs a unique Name (a string)")
+    seq = ad.get("UpdateSequenceNumber")
+    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int)):
+        raise AdError(
+            "UpdateSequenceNumber", f"must be an integer, got {ad.lookup('UpdateSequenceNumber')}"
+        )
+    if "Requirements" not in ad:
+        raise AdError("Requirements", "a site ad needs Requirements (use true to accept any job)")
+    for attr in ("CurMatches", "MaxMatches"):
+        value = ad.get(attr)
+        if value is not None and not isinstance(value, (int, ExprTree)):
+            raise AdError(attr, "must be an integer")
+        if isinstance(value, bool):
+            raise AdError(attr, "must be an integer")
+    return ad
+
+
+def parse_submit(text: str) -> ClassAd:
+    """A job ad from condor_submit lines: `+Attr = expr` and MY.Attr = expr insert ClassAd
+    expressions, Requirements and Rank are expressions, any other command is text; `universe`
+    also sets JobUniverse; `queue` ends the description."""
+    ad = ClassAd()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if re.match(r"(?i)^queue\b(?!\s*=)", line):
+            break
+        m = re.match(r"^(\+|MY\.)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$", line, re.IGNORECASE)
+        if not m:
+            raise AdError("ad", f"line {number}: expected `command = value`, got {line!r}")
+        prefix, name, value = m.group(1), m.group(2), m.group(3).strip()
+        if prefix or name.lower() in SUBMIT_EXPRESSIONS:
+            if not value:
+                raise AdError(name, f"line {number}: has no expression")
+            ad[name] = _parse_expr(value, name)
+            continue
+        lowered = name.lower()
+        if lowered == "universe":
+            number_ = UNIVERSES.get(value.lower())
+            if number_ is None:
+                raise AdError(name, f"line {number}: unknown universe {value!r}")
+            ad["JobUniverse"] = number_
+            continue
+        ad[SUBMIT_NAMES.get(lowered, name)] = value
+    return ad
+
+
+def parse_job_ad(text: str) -> ClassAd:
+    """A job's ad: a new-syntax ClassAd (`[ ... ]`) or condor_submit lines. Requirements must be
+    present or default to true; Rank defaults to 0.0 as condor_submit writes it, because a job
+    ad without Rank would be ranked by the *site's* Rank (reference/condor.md §3)."""
+    if not isinstance(text, str) or not text.strip():
+        raise AdError("ad", "is empty")
+    ad = parse_new(text) if text.lstrip().startswith("[") else parse_submit(text)
+    if "Requirements" not in ad:
+        ad["Requirements"] = True
+    if "Rank" not in ad:
+        ad["Rank"] = 0.0
+    for attr in list(ad.keys()):
+        if attr.upper().startswith("MATCH_"):
+            raise AdError(attr, "MATCH_ attributes are written by the negotiator, not submitted")
+    return ad
+
+
+# --- evaluation helpers -------------------------------------------------------------------------
+
+
+def is_true(value) -> bool:
+    """Only a real true passes: Value.Error and Value.Undefined are IntEnum members that
+    compare equal to integers (ERROR even to True)."""
+    return value is True
+
+
+def rank_float(value) -> float:
+    """HTCondor's EvalFloat: int, real or bool as a float, anything else 0.0."""
+    if isinstance(value, Value):
+        return 0.0
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    return 0.0
+
+
+def refs(ad: ClassAd, expr: ExprTree) -> tuple[list[str], list[str]]:
+    """(internal, external) references of `expr` in `ad`: internal ones are attributes of the
+    ad itself (chased through the attributes they name), external ones are scoped to TARGET or
+    missing here, so the negotiator looks them up in the other ad."""
+    return (
+        [r for r in ad.internalRefs(expr) if r],
+        [r for r in ad.externalRefs(expr) if r],
+    )
+
+
+def bare(name: str) -> str:
+    """`TARGET.Memory` -> `memory`: the attribute name the other ad is asked for."""
+    return name.rsplit(".", 1)[-1].lower()
+
+
+def split_conjuncts(text: str) -> list[str]:
+    """The top-level `&&` clauses of an expression's text, outer parentheses removed, so that
+    each clause can be evaluated and reported on its own."""
+    text = _strip_parens(text.strip())
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < len(text) and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "&" and depth == 0 and text.startswith("&&", i):
+            parts.append(text[start:i])
+            start = i + 2
+            i += 1
+        i += 1
+    parts.append(text[start:])
+    return [_strip_parens(p.strip()) for p in parts if p.strip()]
+
+
+def _strip_parens(text: str) -> str:
+    while text.startswith("(") and _end_of_group(text, 0) == len(text):
+        text = text[1:-1].strip()
+    return text
