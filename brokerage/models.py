@@ -132,6 +132,9 @@ class PandaQueue(models.Model):
     transferring_limit = models.PositiveIntegerField(null=True, blank=True, help_text="empty: 2000")
     num_slots = models.IntegerField("numSlots", null=True, blank=True)
     fairsharepolicy = models.CharField(max_length=512, blank=True)
+    workflow = models.CharField(
+        max_length=64, blank=True, help_text="CRIC workflow: picks HEARTBEAT_TIMEOUT_<workflow>"
+    )
     catchall = models.CharField(max_length=512, blank=True)
     input_storage = models.ForeignKey(
         Storage, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -367,3 +370,8 @@ class BrokerageRun(models.Model):
             else:
                 out.append({"name": row[0], "weight": row[3], "factors": row[2]})
         return out
+
+
+# For drf-spectacular's ENUM_NAME_OVERRIDES (it needs module-level names).
+TASK_KIND_CHOICES = Task.Kind.choices
+BROKERAGE_RUN_KIND_CHOICES = BrokerageRun.Kind.choices

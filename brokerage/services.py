@@ -116,6 +116,7 @@ def submit_task(owner, fields: dict, inputs: list[tuple[Dataset, bool]]) -> Task
                     "setup": task.setup,
                     "cpu_time": task.job_cpu_time,
                     "user_priority": 1,
+                    "current_priority": task.priority,
                 }
                 for i in range(n)
             ],

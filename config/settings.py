@@ -200,6 +200,8 @@ SPECTACULAR_SETTINGS = {
         "PilotStatusEnum": "matcher.models.PilotStatus.choices",
         "JobReportStatusEnum": "matcher.api.pilots.JOB_REPORT_CHOICES",
         "JobAdStatusEnum": "classads.models.JOB_AD_STATUS_CHOICES",
+        "TaskKindEnum": "brokerage.models.TASK_KIND_CHOICES",
+        "BrokerageRunKindEnum": "brokerage.models.BROKERAGE_RUN_KIND_CHOICES",
     },
 }
 

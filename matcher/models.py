@@ -122,6 +122,12 @@ class Job(models.Model):
         max_length=255, blank=True, default="", db_default="", help_text="the pilot it went to"
     )
     heartbeat = models.DateTimeField(null=True, blank=True, help_text="the pilot's last word")
+    # PanDA's currentPriority (a task's jobs take the task's priority) and jobSubStatus (set by
+    # an own stage-out mechanism): the timeout rules read both.
+    current_priority = models.IntegerField(default=0, db_default=0)
+    sub_status = models.CharField(
+        "jobSubStatus", max_length=32, blank=True, default="", db_default=""
+    )
     jdl = models.TextField(blank=True)
     reschedule_count = models.PositiveSmallIntegerField(default=0)
     created = models.DateTimeField()

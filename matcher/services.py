@@ -174,6 +174,7 @@ def define_jobs(owner, specs: Sequence[dict], reason: str = "defined by its task
             setup=spec["setup"],
             cpu_time=spec["cpu_time"],
             user_priority=spec.get("user_priority", 1),
+            current_priority=spec.get("current_priority", 0),
             status=JobStatus.DEFINED,
             status_reason=reason,
             created=now,
