@@ -2,7 +2,17 @@
 
 from django.contrib import admin
 
-from brokerage.models import Dataset, NetworkLink, Nucleus, PandaQueue, Replica, Storage
+from brokerage.models import (
+    Dataset,
+    GlobalShare,
+    NetworkLink,
+    Nucleus,
+    PandaQueue,
+    Replica,
+    Storage,
+    Task,
+    UserQuota,
+)
 
 
 @admin.register(Nucleus)
@@ -28,8 +38,18 @@ class StorageAdmin(admin.ModelAdmin):
 
 @admin.register(PandaQueue)
 class PandaQueueAdmin(admin.ModelAdmin):
-    list_display = ["name", "site", "nucleus", "status", "queue_type", "core_count", "maxrss"]
-    list_filter = ["status", "queue_type", "nucleus"]
+    list_display = [
+        "name",
+        "site",
+        "nucleus",
+        "status",
+        "queue_type",
+        "site_class",
+        "core_count",
+        "maxrss",
+    ]
+    list_editable = ["site_class"]
+    list_filter = ["status", "queue_type", "site_class", "nucleus"]
     search_fields = ["name", "site__name"]
 
 
@@ -57,3 +77,27 @@ class DatasetAdmin(admin.ModelAdmin):
     list_display = ["name", "n_files", "size_gb"]
     search_fields = ["name"]
     inlines = [ReplicaInline]
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    """Staff classify tasks here; tasks are submitted through the API or the task form."""
+
+    list_display = ["id", "name", "kind", "owner", "gshare", "priority", "task_class", "status"]
+    list_editable = ["task_class"]
+    list_filter = ["kind", "status", "task_class", "gshare"]
+    search_fields = ["name"]
+    fields = ["task_class"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(GlobalShare)
+class GlobalShareAdmin(admin.ModelAdmin):
+    list_display = ["name", "target_pct"]
+
+
+@admin.register(UserQuota)
+class UserQuotaAdmin(admin.ModelAdmin):
+    list_display = ["user", "disk_quota_gb", "disk_used_gb"]

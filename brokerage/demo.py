@@ -16,6 +16,12 @@ QUEUE_OF_SITE = {
     "LCG.GRIDKA.de": "FZK-LCG2_MCORE",
 }
 NUCLEUS_OF_SITE = {site: name for name, site in NUCLEI.items()}
+ANALYSIS_QUEUES = [
+    ("LCG.CERN.ch", "ANALY_CERN", "hi"),
+    ("LCG.PIC.es", "ANALY_PIC", "mid"),
+    ("LCG.GRIDKA.de", "ANALY_FZK", "lo"),
+]
+GLOBAL_SHARES = [("MC Simulation", 50.0), ("User Analysis", 20.0), ("Express Analysis", 5.0)]
 
 SOFTWARE = {
     "cmtconfigs": ["x86_64-el9-gcc13-opt", "x86_64-centos7-gcc11-opt"],
@@ -108,6 +114,25 @@ def topology() -> dict:
                         "closeness": 2,
                     }
                 )
+    for site, name, site_class in ANALYSIS_QUEUES:
+        disk = f"{QUEUE_OF_SITE[site].split('_')[0]}_DATADISK"
+        queues.append(
+            {
+                "name": name,
+                "site": site,
+                "queue_type": "analysis",
+                "site_class": site_class,
+                "core_count": 1,
+                "maxrss": 4000,
+                "maxtime": 2 * 86400,
+                "corepower": 11.0,
+                "releases": ["ANY"],
+                "wnconnectivity": "full#IPv4",
+                "input_storage": disk,
+                "output_storage": disk,
+                "last_pilot": clock.now().isoformat(),
+            }
+        )
     datasets = [
         {
             "name": "mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514",
@@ -168,4 +193,20 @@ DEMO_TASKS = [
         "n_events_per_job": 1000,
         "architecture": "#&nvidia:model=.*A100.*:vram>=40960:cuda>=12.0:driver>=575.0",
     },
+]
+
+DEMO_ANALYSIS_TASKS = [
+    {
+        "kind": "analysis",
+        "name": "user.alice.higgs.ntuple",
+        "gshare": "User Analysis",
+        "processing_type": "panda-client",
+        "priority": 1000,
+        "task_class": "A",
+        "ram_count": 2000,
+        "cpu_time": 20.0,
+        "n_jobs": 12,
+        "n_events_per_job": 200,
+        "inputs": ["mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514"],
+    }
 ]

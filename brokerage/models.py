@@ -8,7 +8,7 @@ import zlib
 
 import orjson
 from django.conf import settings
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from matcher.models import Job, Site
@@ -132,6 +132,13 @@ class PandaQueue(models.Model):
     transferring_limit = models.PositiveIntegerField(null=True, blank=True, help_text="empty: 2000")
     num_slots = models.IntegerField("numSlots", null=True, blank=True)
     fairsharepolicy = models.CharField(max_length=512, blank=True)
+    site_class = models.CharField(
+        "site class",
+        max_length=4,
+        choices=[("hi", "hi"), ("mid", "mid"), ("lo", "lo")],
+        default="mid",
+        help_text="analysis appropriateness (new analysis weight)",
+    )
     workflow = models.CharField(
         max_length=64, blank=True, help_text="CRIC workflow: picks HEARTBEAT_TIMEOUT_<workflow>"
     )
@@ -214,6 +221,34 @@ class Replica(models.Model):
         return f"{self.dataset} at {self.storage}"
 
 
+class GlobalShare(models.Model):
+    """A global share (gshare) with its target fraction of the running cores."""
+
+    name = models.CharField(max_length=64, unique=True)
+    target_pct = models.FloatField(
+        "target (%)", validators=[MinValueValidator(0), MaxValueValidator(100)]
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.target_pct:g}%)"
+
+
+class UserQuota(models.Model):
+    """A user's global disk quota (Rucio's, for the analysis throttle)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    disk_quota_gb = models.FloatField(validators=[MinValueValidator(0)])
+    disk_used_gb = models.FloatField(default=0, validators=[MinValueValidator(0)])
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.disk_used_gb:g} of {self.disk_quota_gb:g} GB"
+
+
 class TaskStatus(models.TextChoices):
     ASSIGNING = "assigning", "assigning (waiting for a nucleus)"
     READY = "ready", "ready (jobs to broker)"
@@ -273,6 +308,17 @@ class Task(models.Model):
     scout = models.BooleanField(default=False)
     merge = models.BooleanField(default=False)
     site = models.CharField(max_length=512, blank=True, help_text="pre-assigned queues, commas")
+    # -- analysis tasks
+    task_class = models.CharField(
+        "task class",
+        max_length=1,
+        choices=[("S", "S"), ("A", "A"), ("B", "B"), ("C", "C")],
+        default="A",
+        help_text="time sensitivity (User Analysis throttle and the new analysis weight)",
+    )
+    included_site = models.CharField("includedSite", max_length=512, blank=True)
+    excluded_site = models.CharField("excludedSite", max_length=512, blank=True)
+    avoid_vp = models.BooleanField("avoidVP", default=False)
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
     )

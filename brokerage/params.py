@@ -214,3 +214,110 @@ _reg(
     "The software dictionary of the 'ALL' queue: tags whose sources resolve container names.",
     J,
 )
+
+# --- analysis brokerage (reference/panda.md §3; unset caps are 0 = off) ---------------------------
+A = "brokerage: analysis"
+for _name, _help in (
+    (
+        "CAP_RUNNING_USER_JOBS",
+        "Throttle a user over this many running jobs (or 2× queued); 0: off.",
+    ),
+    (
+        "CAP_RUNNING_USER_CORES",
+        "Throttle a user over this many running cores (or 2× queued); 0: off.",
+    ),
+    ("CAP_RUNNING_GROUP_JOBS", "As CAP_RUNNING_USER_JOBS, for a task's workingGroup; 0: off."),
+    ("CAP_RUNNING_GROUP_CORES", "As CAP_RUNNING_USER_CORES, for a task's workingGroup; 0: off."),
+):
+    _reg(_name, INT, 0, _help, A, **_POS)
+_reg(
+    "USER_USAGE_THRESHOLD_A",
+    FLOAT,
+    1000.0,
+    "Class A tasks are throttled when User Analysis usage exceeds max(this / the user's running "
+    "slots at hi sites, 1) × its target.",
+    A,
+    **_POS,
+)
+_reg(
+    "IO_INTENSITY_CUTOFF_USER",
+    FLOAT,
+    -1.0,
+    "At or below this ioIntensity the data-locality check is skipped; negative: unset.",
+    A,
+    unit="kB/s",
+)
+_reg(
+    "DATA_CHECK_TIMEOUT_USER",
+    FLOAT,
+    0.0,
+    "Skip the data-locality check when the task's last successful brokerage is older; 0: unset.",
+    A,
+    unit="h",
+    **_POS,
+)
+_reg(
+    "TW_DONE_JOB_STAT", FLOAT, 6.0, "Window for the failed/closed jobs filter.", A, unit="h", **_POS
+)
+_reg(
+    "MIN_BAD_JOBS_TO_SKIP_PQ",
+    INT,
+    5,
+    "Failed + closed must stay below max(2 × finished, this).",
+    A,
+    **_POS,
+)
+_reg(
+    "BASE_QUEUE_LENGTH_PER_PQ",
+    FLOAT,
+    100.0,
+    "Stabilizer: queues shorter are never throttled.",
+    A,
+    **_POS,
+)
+_reg(
+    "BASE_EXPECTED_WAIT_HOUR_ON_PQ",
+    FLOAT,
+    8.0,
+    "Stabilizer: queues shorter than this × to-running rate are never throttled.",
+    A,
+    unit="h",
+    **_POS,
+)
+_reg("BASE_DEFAULT_QUEUE_LENGTH_PER_PQ_USER", FLOAT, 5.0, "Stabilizer: max_q_len floor.", A, **_POS)
+_reg("BASE_QUEUE_RATIO_ON_PQ", FLOAT, 0.05, "Stabilizer: max_q_len ≥ this × nR(PQ).", A, **_POS)
+_reg("STATIC_MAX_QUEUE_RUNNING_RATIO", FLOAT, 2.0, "Stabilizer: nQ_max ≥ this × nR(PQ).", A, **_POS)
+_reg(
+    "MAX_EXPECTED_WAIT_HOUR",
+    FLOAT,
+    12.0,
+    "Stabilizer: nQ_max ≥ this × to-running rate.",
+    A,
+    unit="h",
+    **_POS,
+)
+_reg(
+    "ANALY_NEW_BASIC_WEIGHT",
+    BOOL,
+    False,
+    "Use the new analysis basic weight Ws × Wq (site and task classes) instead of the original.",
+    A,
+)
+_reg(
+    "ANALY_WEIGHT_EPSILON_1",
+    FLOAT,
+    0.1,
+    "ε1 of the new weight's site-class table (ε1 > ε2).",
+    A,
+    **_POS,
+)
+_reg("ANALY_WEIGHT_EPSILON_2", FLOAT, 0.01, "ε2 of the new weight's site-class table.", A, **_POS)
+_reg(
+    "ANALY_BROKERAGE_RETRY_MINUTES",
+    INT,
+    20,
+    "An analysis task whose every queue was skipped is pending this long.",
+    A,
+    unit="min",
+    minimum=1,
+)

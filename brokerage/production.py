@@ -742,7 +742,13 @@ def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
     if memo is not None and "live" in memo:
         live = memo["live"]
     else:
-        live = [q for q in queues if ((q.name in pre) if pre else ("test" not in q.name.lower()))]
+        # Production jobs go to production or unified queues, never to analysis ones.
+        live = [
+            q
+            for q in queues
+            if q.queue_type != "analysis"
+            and ((q.name in pre) if pre else ("test" not in q.name.lower()))
+        ]
         if memo is not None:
             memo["live"] = live
     nid = _nid(task, ctx)

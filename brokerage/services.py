@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import F, Max, Q, Sum
+from django.db.models import Count, F, Max, Q, Sum
 
 from brokerage import architecture, production
 from brokerage.models import (
@@ -152,20 +152,45 @@ def queue_counts() -> dict[int, Counter]:
     )
     for qid, status, n in pre:
         counts[qid][status] += n
-    by_site: dict[str, list[int]] = defaultdict(list)
-    for qid, site in PandaQueue.objects.values_list("pk", "site__name").order_by("name"):
-        by_site[site].append(qid)
-    post = (
+    for qid, status, n in matched_rows(("status",)):
+        counts[qid][status] += n
+    return counts
+
+
+def site_queues() -> tuple[dict[str, int], dict[int, str]]:
+    """Each site's default queue (its first production queue, else its first queue) and each
+    queue's site: matched jobs without a brokered queue count at the default one."""
+    default: dict[str, int] = {}
+    site_of: dict[int, str] = {}
+    rows = PandaQueue.objects.values_list("pk", "site__name", "queue_type").order_by("name")
+    for qid, site, _type in sorted(rows, key=lambda r: r[2] == PandaQueue.Type.ANALYSIS):
+        default.setdefault(site, qid)
+        site_of[qid] = site
+    return default, site_of
+
+
+def matched_rows(extra: tuple[str, ...]):
+    """(queue id, *extra values, n) for the matched jobs: a brokered job counts at the queue
+    its brokerage chose when it went to that queue's site, any other at its site's default."""
+    from django.db.models import OuterRef, Subquery
+
+    default, site_of = site_queues()
+    rows = (
         Job.objects.filter(status__in=POST_MATCH_STATES)
-        .values_list("site", "status")
-        .annotate(n=Sum(1))
+        .annotate(
+            brokered=Subquery(TaskJob.objects.filter(job_id=OuterRef("pk")).values("queue_id")[:1])
+        )
+        .values_list("site", "brokered", *extra)
+        .annotate(n=Count("pk"))
         .order_by()
     )
-    for site, status, n in post:
-        qids = by_site.get(site)
-        if qids:
-            counts[qids[0]]["starting" if status == JobStatus.SENT else status] += n
-    return counts
+    for site, brokered, *values, n in rows:
+        qid = brokered if brokered is not None and site_of.get(brokered) == site else None
+        qid = qid or default.get(site)
+        if qid is None:
+            continue
+        values = ["starting" if v == JobStatus.SENT else v for v in values]
+        yield (qid, *values, n)
 
 
 def load_queues(now=None) -> list[PandaQueue]:
@@ -406,9 +431,7 @@ def job_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
     replicas = replicas_of({d.pk for ds in datasets_by_task.values() for d in ds})
 
     memo: dict = {}
-    sites_by_job: dict[int, list[str]] = {}
-    queue_by_job: dict[int, int] = {}
-    runs, pending_tasks, brokered_tasks = [], [], []
+    plan = Placement()
     for task in tasks:
         jobs = jobs_by_task.get(task.pk)
         if not jobs:
@@ -430,52 +453,85 @@ def job_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
         )
         decision = production.broker_jobs(task, queues, ctx)
         if decision.chosen:
-            best = [by_name[name] for name in decision.chosen]
-            weight_of = {c.name: c.weight for c in decision.candidates if not c.removed_by}
-            weights = [(q.name, max(weight_of[q.name], 0.0)) for q in best]
-            sites = list(dict.fromkeys(q.site.name for q in best))
-            for j in jobs:
-                pick = by_name[production.weighted_choice(weights, rng)]
-                sites_by_job[j["job_id"]] = sites
-                queue_by_job[j["job_id"]] = pick.pk
-                # Later tasks in this cycle see these jobs waiting at the queue.
-                pick.counts["activated"] += 1
-            brokered_tasks.append(task)
+            plan.place(task, decision, jobs, by_name, rng)
             outcome = "assigned"
         else:
-            pending_tasks.append(task)
+            plan.pending.append(task)
             outcome = "pending"
-        runs.append(_run_fields(task, BrokerageRun.Kind.JOB, decision, outcome, now, run_id))
-
+        plan.runs.append(_run_fields(task, BrokerageRun.Kind.JOB, decision, outcome, now, run_id))
     retry = timedelta(minutes=gdpconfig.get("JOB_BROKERAGE_RETRY_MINUTES"))
-    with transaction.atomic():
-        activated = job_services.activate_jobs(sites_by_job, "brokered by job brokerage")
-        by_queue = defaultdict(list)
-        for job_id, qid in queue_by_job.items():
-            by_queue[qid].append(job_id)
-        for qid, job_ids in by_queue.items():
-            TaskJob.objects.filter(job_id__in=job_ids).update(queue_id=qid)
-        if brokered_tasks:
-            Task.objects.filter(pk__in=[t.pk for t in brokered_tasks]).update(
-                status=TaskStatus.RUNNING,
-                status_reason="jobs brokered",
-                retry_after=None,
-                modified=now,
-            )
-        if pending_tasks:
-            Task.objects.filter(pk__in=[t.pk for t in pending_tasks]).update(
-                status=TaskStatus.PENDING,
-                status_reason=f"every queue was skipped; retry at {now + retry:%H:%M}",
-                retry_after=now + retry,
-                modified=now,
-            )
-        BrokerageRun.objects.bulk_create([BrokerageRun(**r) for r in runs], batch_size=200)
+    activated = plan.write(now, retry, "brokered by job brokerage")
     return {
-        "tasks": len(runs),
-        "brokered": len(brokered_tasks),
-        "pending": len(pending_tasks),
+        "tasks": len(plan.runs),
+        "brokered": len(plan.brokered),
+        "pending": len(plan.pending),
         "jobs": activated,
     }
+
+
+class Placement:
+    """What a brokerage cycle decided, written at its end in one transaction (a crash before
+    leaves every task as it was; the next cycle decides again)."""
+
+    def __init__(self):
+        self.sites_by_job: dict[int, list[str]] = {}
+        self.queue_by_job: dict[int, int] = {}
+        self.runs: list[dict] = []
+        self.brokered: list = []
+        self.pending: list = []
+        self.throttled: list = []
+
+    def place(self, task, decision, jobs, by_name, rng) -> None:
+        """The jobs may run at the chosen queues' sites; each waits at one of those queues,
+        drawn by weight (PanDA's per-job candidate choice)."""
+        best = [by_name[name] for name in decision.chosen]
+        weight_of = {c.name: c.weight for c in decision.candidates if not c.removed_by}
+        weights = [(q.name, max(weight_of[q.name], 0.0)) for q in best]
+        sites = list(dict.fromkeys(q.site.name for q in best))
+        for j in jobs:
+            pick = by_name[production.weighted_choice(weights, rng)]
+            self.sites_by_job[j["job_id"]] = sites
+            self.queue_by_job[j["job_id"]] = pick.pk
+            # Later tasks in this cycle see these jobs waiting at the queue.
+            pick.counts["activated"] += 1
+        self.brokered.append(task)
+
+    def write(self, now, retry, reason: str) -> int:
+        with transaction.atomic():
+            activated = job_services.activate_jobs(self.sites_by_job, reason)
+            by_queue = defaultdict(list)
+            for job_id, qid in self.queue_by_job.items():
+                by_queue[qid].append(job_id)
+            for qid, job_ids in by_queue.items():
+                TaskJob.objects.filter(job_id__in=job_ids).update(queue_id=qid)
+            if self.brokered:
+                Task.objects.filter(pk__in=[t.pk for t in self.brokered]).update(
+                    status=TaskStatus.RUNNING,
+                    status_reason="jobs brokered",
+                    retry_after=None,
+                    modified=now,
+                )
+            if self.pending:
+                Task.objects.filter(pk__in=[t.pk for t in self.pending]).update(
+                    status=TaskStatus.PENDING,
+                    status_reason=f"every queue was skipped; retry at {now + retry:%H:%M}",
+                    retry_after=now + retry,
+                    modified=now,
+                )
+            for task, reason_text in self.throttled:
+                Task.objects.filter(pk=task.pk).update(
+                    status=TaskStatus.THROTTLED,
+                    status_reason=reason_text[:255],
+                    retry_after=None,
+                    modified=now,
+                )
+                job_services.set_waiting_status(
+                    TaskJob.objects.filter(task=task).values_list("job_id", flat=True),
+                    JobStatus.THROTTLED,
+                    reason_text,
+                )
+            BrokerageRun.objects.bulk_create([BrokerageRun(**r) for r in self.runs], batch_size=200)
+        return activated
 
 
 def _has_jobs_to_broker():

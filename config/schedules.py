@@ -8,6 +8,7 @@ SCHEDULES = {
     "pilot_status": 1,
     "task_brokerage": 10,
     "job_brokerage": 1,
+    "analysis_brokerage": 1,
     "negotiator": 1,
     "matchmaker_monitor": 2,
 }

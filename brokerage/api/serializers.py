@@ -4,16 +4,18 @@ from brokerage import architecture
 from brokerage.models import (
     BrokerageRun,
     Dataset,
+    GlobalShare,
     NetworkLink,
     Nucleus,
     PandaQueue,
     Replica,
     Storage,
     Task,
+    UserQuota,
 )
 from config.api.fields import RejectUnknownFieldsMixin, StrictCharField
 from matcher.models import Site
-from shares.models import GridGroup
+from shares.models import GridGroup, User
 
 TASK_PARAMETERS = [
     "kind",
@@ -49,6 +51,10 @@ TASK_PARAMETERS = [
     "scout",
     "merge",
     "site",
+    "task_class",
+    "included_site",
+    "excluded_site",
+    "avoid_vp",
     "n_jobs",
     "n_events_per_job",
     "job_cpu_time",
@@ -148,6 +154,28 @@ class TaskSerializer(serializers.ModelSerializer):
 
     def get_inputs(self, task) -> list[dict]:
         return [{"dataset": i.dataset.name, "master": i.master} for i in task.inputs.all()]
+
+
+class TaskClassSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
+    """Staff reclassify a task (S/A/B/C)."""
+
+    class Meta:
+        model = Task
+        fields = ["task_class"]
+
+
+class GlobalShareSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = GlobalShare
+        fields = ["id", "name", "target_pct"]
+
+
+class UserQuotaSerializer(serializers.ModelSerializer):
+    user = serializers.SlugRelatedField(slug_field="username", queryset=User.objects.all())
+
+    class Meta:
+        model = UserQuota
+        fields = ["id", "user", "disk_quota_gb", "disk_used_gb"]
 
 
 class BrokerageRunSerializer(serializers.ModelSerializer):

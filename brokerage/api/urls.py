@@ -8,4 +8,6 @@ routes = [
     ("panda-queues", views.PandaQueueViewSet, "pandaqueue"),
     ("network-links", views.NetworkLinkViewSet, "networklink"),
     ("datasets", views.DatasetViewSet, "dataset"),
+    ("global-shares", views.GlobalShareViewSet, "globalshare"),
+    ("user-quotas", views.UserQuotaViewSet, "userquota"),
 ]

@@ -7,8 +7,18 @@ from rest_framework.response import Response
 from brokerage import services
 from brokerage.api import serializers as s
 from brokerage.filters import BrokerageRunFilterSet, PandaQueueFilterSet, TaskFilterSet
-from brokerage.models import BrokerageRun, Dataset, NetworkLink, Nucleus, PandaQueue, Storage, Task
-from config.permissions import StaffWriteOrReadOnly
+from brokerage.models import (
+    BrokerageRun,
+    Dataset,
+    GlobalShare,
+    NetworkLink,
+    Nucleus,
+    PandaQueue,
+    Storage,
+    Task,
+    UserQuota,
+)
+from config.permissions import StaffOnly, StaffWriteOrReadOnly
 
 
 def visible_tasks(user):
@@ -19,8 +29,16 @@ def visible_tasks(user):
     return qs
 
 
-class TaskViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    """Production and analysis tasks: submit (with their input datasets), list, read."""
+class TaskViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Production and analysis tasks: submit (with their input datasets), list, read; staff
+    change a task's class."""
+
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def get_permissions(self):
+        if self.action == "partial_update":
+            return [StaffOnly()]
+        return super().get_permissions()
 
     filterset_class = TaskFilterSet
 
@@ -34,6 +52,8 @@ class TaskViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         )
 
     def get_serializer_class(self):
+        if self.action == "partial_update":
+            return s.TaskClassSerializer
         return s.TaskSubmitSerializer if self.action == "create" else s.TaskSerializer
 
     @extend_schema(
@@ -99,3 +119,17 @@ class NetworkLinkViewSet(viewsets.ModelViewSet):
 class DatasetViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Dataset.objects.prefetch_related("replicas__storage")
     serializer_class = s.DatasetSerializer
+
+
+class GlobalShareViewSet(viewsets.ModelViewSet):
+    queryset = GlobalShare.objects.all()
+    serializer_class = s.GlobalShareSerializer
+    permission_classes = [StaffWriteOrReadOnly]
+
+
+class UserQuotaViewSet(viewsets.ModelViewSet):
+    """Users' global disk quotas (the analysis throttle): staff only."""
+
+    queryset = UserQuota.objects.select_related("user")
+    serializer_class = s.UserQuotaSerializer
+    permission_classes = [StaffOnly]

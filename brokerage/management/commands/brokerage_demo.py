@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from brokerage import demo, services
-from brokerage.models import Dataset, PandaQueue, Task
+from brokerage.models import Dataset, GlobalShare, PandaQueue, Task
 from brokerage.topology import import_topology
 from config.cycles import run_cycle
 from shares.models import GridGroup, User
@@ -21,6 +21,8 @@ class Command(BaseCommand):
             return
         counts = import_topology(demo.topology())
         self.stdout.write(", ".join(f"{n} {k}" for k, n in counts.items() if n))
+        for name, target in demo.GLOBAL_SHARES:
+            GlobalShare.objects.get_or_create(name=name, defaults={"target_pct": target})
         if not Task.objects.exists():
             owner = User.objects.get(username="erin")
             group = GridGroup.objects.get(name="lhcb_mc")
@@ -28,6 +30,12 @@ class Command(BaseCommand):
                 spec = dict(spec)
                 inputs = [(Dataset.objects.get(name=n), True) for n in spec.pop("inputs", [])]
                 services.submit_task(owner, {"owner_group": group, **spec}, inputs)
-            for kind in ("task_brokerage", "job_brokerage"):
+            alice = User.objects.get(username="alice")
+            user_group = GridGroup.objects.get(name="lhcb_user")
+            for spec in demo.DEMO_ANALYSIS_TASKS:
+                spec = dict(spec)
+                inputs = [(Dataset.objects.get(name=n), True) for n in spec.pop("inputs", [])]
+                services.submit_task(alice, {"owner_group": user_group, **spec}, inputs)
+            for kind in ("task_brokerage", "job_brokerage", "analysis_brokerage"):
                 run = run_cycle(kind)
                 self.stdout.write(f"{kind}: {run.status} {run.counts}")
