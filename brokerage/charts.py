@@ -52,3 +52,24 @@ def queue_weights_figure(rows: list[dict]) -> go.Figure:
     )
     fig.update_yaxes(title="basic weight (running vs queued)")
     return _layout(fig)
+
+
+def stabilizer_figure(rows: list[dict]) -> go.Figure:
+    """Per analysis queue: the user's queued jobs against the stabilizer's max_q_len."""
+    names = [r["queue"].name for r in rows]
+    fig = go.Figure(
+        [
+            go.Bar(
+                name="max_q_len", x=names, y=[r["max_q_len"] for r in rows], marker_color="#94a3b8"
+            ),
+            go.Bar(
+                name="the user's queued jobs",
+                x=names,
+                y=[r["nQ_user"] for r in rows],
+                marker_color=["#dc2626" if r["too_many"] else "#2563eb" for r in rows],
+            ),
+        ]
+    )
+    fig.update_layout(barmode="group", legend={"orientation": "h"})
+    fig.update_yaxes(title="jobs")
+    return _layout(fig)

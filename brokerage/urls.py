@@ -8,5 +8,6 @@ urlpatterns = [
     path("tasks/<int:pk>/", views.task_detail, name="task-detail"),
     path("queues/", views.queue_weights, name="queue-weights"),
     path("nuclei/", views.nucleus_list, name="nucleus-list"),
+    path("analysis/", views.analysis_user, name="analysis-user"),
     path("nuclei/<int:pk>/", views.nucleus_detail, name="nucleus-detail"),
 ]

@@ -12,7 +12,7 @@ from brokerage.api.views import visible_tasks
 from brokerage.filters import TaskFilterSet
 from brokerage.models import BrokerageRun, Nucleus, PandaQueue, Task, TaskJob
 from brokerage.network import LinkData, network_weight
-from config import gdpconfig
+from config import clock, gdpconfig
 from config.paging import paginate
 from matcher.charts import to_html
 
@@ -181,5 +181,43 @@ def nucleus_detail(request, pk):
             "queues": PandaQueue.objects.filter(nucleus=nucleus).select_related("site"),
             "links": links,
             "tasks": tasks,
+        },
+    )
+
+
+def analysis_user(request):
+    """One user's analysis standing: caps against usage, the User Analysis share against its
+    target, and the Analysis Stabilizer's max_q_len per queue against the user's queued jobs."""
+    from brokerage import services_analysis as sa
+    from shares.models import User
+
+    username = request.GET.get("user") if request.user.is_staff else None
+    user = get_object_or_404(User, username=username) if username else request.user
+    params = sa.analysis_params()
+    queues = services.load_queues()
+    hi_sites = {q.site.name for q in queues if q.site_class == "hi"}
+    probe = Task(owner=user, gshare="User Analysis", working_group="")
+    usage = sa.usage_of(probe, hi_sites)
+    owner_counts = sa.queue_owner_counts(queues)
+    trr = sa.to_running_rates(queues, clock.now())
+    rows = sa.stabilizer_table(user.pk, queues, owner_counts, trr, params)
+    caps = [
+        ("running jobs", usage.running_jobs, params["CAP_RUNNING_USER_JOBS"]),
+        ("queued jobs", usage.queued_jobs, 2 * params["CAP_RUNNING_USER_JOBS"]),
+        ("running cores", usage.running_cores, params["CAP_RUNNING_USER_CORES"]),
+        ("queued cores", usage.queued_cores, 2 * params["CAP_RUNNING_USER_CORES"]),
+    ]
+    tasks = visible_tasks(request.user).filter(owner=user, kind=Task.Kind.ANALYSIS)[:20]
+    return render(
+        request,
+        "brokerage/analysis_user.html",
+        {
+            "subject": user,
+            "usage": usage,
+            "caps": caps,
+            "rows": rows,
+            "tasks": tasks,
+            "users": User.objects.order_by("username") if request.user.is_staff else [],
+            "chart": to_html(charts.stabilizer_figure(rows)) if rows else "",
         },
     )
