@@ -327,3 +327,27 @@ def test_a_queue_at_the_nucleus_site_gets_the_same_site_network_weight():
 )
 def test_the_zero_share_policy_is_decided_by_the_first_matching_entry(policy, kw, zero):
     assert bool(production.zero_share(policy, task(**kw))) is zero
+
+
+@pytest.mark.parametrize(
+    ("full_chain", "bare", "satellite_ok"),
+    [
+        ("only", "only", False),
+        ("require", "allow", False),
+        ("capable", "allow", False),  # capable, and it did land on a bare nucleus
+        ("capable", "", True),  # capable on a normal nucleus: satellites too
+        ("", "allow", True),  # a normal task on an 'allow' nucleus: satellites too
+        ("", "", True),
+    ],
+)
+def test_full_chain_job_brokerage_consequences(full_chain, bare, satellite_ok):
+    nuc = nucleus(bare_nucleus=bare)
+    t = task(full_chain=full_chain)
+    assert (removed(t, queue(), context(nuc=nuc)) == "") is satellite_ok
+    assert removed(t, queue(nucleus=nuc), context(nuc=nuc)) == ""
+
+
+def test_queues_of_a_bare_only_nucleus_refuse_normal_tasks():
+    only = nucleus("BARE", pk=7, bare_nucleus="only")
+    c = broker_one(task(), queue(nucleus=only), context())
+    assert c.removed_by == "full_chain" and c.values["queue_bareNucleus"] == "only"

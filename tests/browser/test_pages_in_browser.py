@@ -154,3 +154,17 @@ def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, gr
         assert page.goto(path).status == 200, path
         page.screenshot(name)
     page.page.wait_for_selector("#links td")
+
+
+def test_a_user_reads_the_analysis_page_with_its_stabilizer_chart(page, grid):
+    from brokerage import demo as panda_demo
+    from brokerage.models import GlobalShare
+    from brokerage.topology import import_topology
+
+    import_topology(panda_demo.topology())
+    GlobalShare.objects.create(name="User Analysis", target_pct=20.0)
+    page.login("alice", demo.USER_PASSWORD)
+    assert page.goto("/brokerage/analysis/").status == 200
+    page.page.wait_for_selector("#stabilizer-chart .js-plotly-plot .bars path")
+    assert page.page.locator("#stabilizer td", has_text="ANALY_CERN").count() == 1
+    page.screenshot("brokerage-analysis")
