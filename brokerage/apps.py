@@ -6,4 +6,4 @@ class BrokerageConfig(AppConfig):
     verbose_name = "PanDA brokerage"
 
     def ready(self) -> None:
-        from brokerage import params, services, services_analysis  # noqa: F401  (params, cycles)
+        from brokerage import params, services, services_analysis, why  # noqa: F401  (params, cycles, explainers)

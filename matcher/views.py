@@ -8,7 +8,7 @@ from rest_framework.exceptions import ValidationError
 from config.decorators import staff_required
 from config.models import CycleRun
 from config.paging import paginate
-from matcher import charts, match, selectors, services
+from matcher import charts, match, selectors, services, why
 from matcher.api.resources import ResourceDescriptionSerializer
 from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
@@ -51,7 +51,7 @@ def job_detail(request, pk):
         .filter(pk=job.task_queue_id)
         .first(),
         "can_act": services.can_act_on(request.user, job),
-        "analysis": match.analyse_job(job),
+        "why": why.explain(job),
         "pilot": Pilot.objects.filter(reference=job.pilot_reference).first()
         if job.pilot_reference
         else None,

@@ -1,0 +1,42 @@
+"""The brokerage's part of "why is my job not running?"."""
+
+from brokerage.models import BrokerageRun, TaskJob
+from matcher.models import JobStatus
+from matcher.why import Part, register
+
+WAITING_FOR_BROKERAGE = (
+    JobStatus.DEFINED,
+    JobStatus.ASSIGNED,
+    JobStatus.PENDING,
+    JobStatus.THROTTLED,
+)
+
+
+@register
+def brokerage_parts(job) -> list[Part]:
+    tj = TaskJob.objects.filter(job_id=job.pk).select_related("task", "queue", "task__nucleus")
+    tj = tj.first()
+    if tj is None:
+        return []
+    task = tj.task
+    part = Part(f"Brokerage of task {task.pk}", blocking=job.status in WAITING_FOR_BROKERAGE)
+    part.add(
+        f"Task {task.pk} ({task.name}) is {task.status}: {task.status_reason}",
+        f"/brokerage/tasks/{task.pk}/",
+    )
+    if task.nucleus_id:
+        part.add(f"Its nucleus is {task.nucleus.name}", f"/brokerage/nuclei/{task.nucleus_id}/")
+    run = BrokerageRun.objects.filter(task=task).defer("trace").first()
+    if run is not None:
+        removed = ", ".join(f"{k} {v}" for k, v in run.removed_by.items()) or "none"
+        chosen = ", ".join(run.chosen) or "no candidate"
+        part.add(
+            f"Last decision ({run.get_kind_display()}, {run.at:%Y-%m-%d %H:%M}): {run.outcome}; "
+            f"chosen: {chosen}; removed by: {removed}",
+            f"/brokerage/tasks/{task.pk}/?run={run.pk}#trace",
+        )
+    if task.retry_after and job.status in WAITING_FOR_BROKERAGE:
+        part.add(f"Brokerage tries again after {task.retry_after:%Y-%m-%d %H:%M}.")
+    if tj.queue_id:
+        part.add(f"Its brokerage chose queue {tj.queue.name} first", "/brokerage/queues/")
+    return [part]
