@@ -1,6 +1,7 @@
-"""The brokerage's part of "why is my job not running?"."""
+"""The brokerage's part of "why is my job not running?", and its dashboard panel."""
 
 from brokerage.models import BrokerageRun, TaskJob
+from matcher.dashboard import register_panel
 from matcher.models import JobStatus
 from matcher.why import Part, register
 
@@ -40,3 +41,29 @@ def brokerage_parts(job) -> list[Part]:
     if tj.queue_id:
         part.add(f"Its brokerage chose queue {tj.queue.name} first", "/brokerage/queues/")
     return [part]
+
+
+@register_panel
+def brokerage_failures(user) -> dict:
+    from brokerage.api.views import visible_tasks
+
+    runs = (
+        BrokerageRun.objects.filter(
+            outcome__in=("pending", "throttled"), task__in=visible_tasks(user)
+        )
+        .select_related("task")
+        .defer("trace")[:10]
+    )
+    return {
+        "title": "Recent brokerage failures",
+        "link": "/brokerage/tasks/?status=pending",
+        "rows": [
+            (
+                f"task {r.task_id} {r.task.name}: {r.outcome} at {r.at:%H:%M:%S} — "
+                + (r.message or ", ".join(f"{k} {v}" for k, v in r.removed_by.items())),
+                f"/brokerage/tasks/{r.task_id}/?run={r.pk}#trace",
+            )
+            for r in runs
+        ],
+        "empty": "Every task found its place.",
+    }

@@ -115,3 +115,43 @@ def director_figure(rows: list[dict]) -> go.Figure:
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="pilots submitted")
     return _layout(fig)
+
+
+def states_over_time_figure(history: dict[str, tuple[list, list]]) -> go.Figure:
+    """Jobs per live state over time (the usage-sampling cycle's samples)."""
+    fig = go.Figure()
+    for state, (xs, ys) in history.items():
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                name=state,
+                mode="lines",
+                line={"color": STATUS_COLOURS.get(state, "#a855f7")},
+            )
+        )
+    fig.update_yaxes(title="jobs", rangemode="tozero")
+    return _layout(fig)
+
+
+def pilots_per_site_figure(rows: list[dict]) -> go.Figure:
+    """Pilots per site, stacked by status."""
+    sites = sorted({r["site"] or "—" for r in rows})
+    statuses = [s for s in rows[0]["counts"]] if rows else []
+    fig = go.Figure()
+    for i, status in enumerate(statuses):
+        per_site = {site: 0 for site in sites}
+        for r in rows:
+            per_site[r["site"] or "—"] += r["counts"].get(status, 0)
+        if any(per_site.values()):
+            fig.add_trace(
+                go.Bar(
+                    name=status,
+                    x=sites,
+                    y=[per_site[s] for s in sites],
+                    marker_color=PALETTE[i % len(PALETTE)],
+                )
+            )
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title="pilots")
+    return _layout(fig)

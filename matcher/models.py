@@ -371,3 +371,16 @@ class DirectorDecision(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.cycle_run} TQ {self.task_queue_id}: {self.submitted}"
+
+
+class JobStateSample(models.Model):
+    """Jobs per state at one moment (the usage-sampling cycle): the dashboard's time series."""
+
+    at = models.DateTimeField(db_index=True)
+    counts = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["at"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M}: {sum(self.counts.values())} jobs"

@@ -5,12 +5,13 @@ writes the result back; the usage sampler feeds the share correctors. Cycles: `p
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import timedelta
 
 from django.db import connection, transaction
 from django.db.models import Count
 from django.dispatch import receiver
 
-from config import gdpconfig
+from config import clock, gdpconfig
 from config.cycles import cycle
 from matcher.models import Job, JobStatus, TaskQueue, TaskQueuePriorityCount
 from shares import priorities as engine
@@ -126,7 +127,24 @@ def usage_sampling_cycle() -> dict:
     )
     share_services.record_usage(rows)
     thinned = share_services.thin_usage()
+    sample_job_states()
     return {"entities": len(rows), "running": sum(n for *_, n in rows), **thinned}
+
+
+def sample_job_states() -> None:
+    """Jobs per live state now, for the dashboard; samples older than UsageHistoryDays go."""
+    from matcher.models import FINAL_STATES, JobStateSample
+
+    now = clock.now()
+    counts = dict(
+        Job.objects.exclude(status__in=FINAL_STATES)
+        .order_by()
+        .values_list("status")
+        .annotate(n=Count("*"))
+    )
+    JobStateSample.objects.create(at=now, counts=counts)
+    keep = timedelta(days=gdpconfig.get("UsageHistoryDays"))
+    JobStateSample.objects.filter(at__lt=now - keep).delete()
 
 
 @receiver(shares_changed)

@@ -6,9 +6,8 @@ from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
 from config.decorators import staff_required
-from config.models import CycleRun
 from config.paging import paginate
-from matcher import charts, match, selectors, services, why
+from matcher import charts, dashboard, match, selectors, services, why
 from matcher.api.resources import ResourceDescriptionSerializer
 from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
@@ -28,7 +27,7 @@ def home(request):
         "top_taskqueues": tqs.order_by("-priority", "id")[:10],
         "taskqueue_count": tqs.count(),
         "sites": Site.objects.annotate(ces=Count("computing_elements")),
-        "cycle_runs": CycleRun.objects.all()[:8],
+        **dashboard.figures(request.user),
     }
     return render(request, "matcher/home.html", context)
 

@@ -1,0 +1,64 @@
+"""The home dashboard's figures. Apps add panels (e.g. recent brokerage failures) by
+registering a function, so that the matcher needs none of them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.db.models import Max
+
+from config import clock
+from config.models import CycleRun
+from matcher import charts, share_overview
+from matcher.models import JobStateSample, JobStatusHistory
+from matcher.pilots import pilot_summary
+
+PANELS: list[Callable[[object], dict | None]] = []
+HOURS = 24
+
+
+def register_panel(fn: Callable[[object], dict | None]):
+    """fn(user) -> {"title", "link", "rows": [(text, url)], "empty"} or None."""
+    PANELS.append(fn)
+    return fn
+
+
+def state_history(hours: int = HOURS) -> dict[str, tuple[list, list]]:
+    samples = list(JobStateSample.objects.filter(at__gte=clock.now() - timedelta(hours=hours)))
+    states = sorted({s for sample in samples for s in sample.counts})
+    return {
+        state: ([x.at for x in samples], [x.counts.get(state, 0) for x in samples])
+        for state in states
+    }
+
+
+def last_cycle_runs() -> list[CycleRun]:
+    """The latest run of every cycle kind, with its duration and error."""
+    latest = CycleRun.objects.values("kind").annotate(last=Max("id")).values_list("last", flat=True)
+    return list(CycleRun.objects.filter(pk__in=list(latest)).order_by("kind"))
+
+
+def recent_timeouts(user, limit: int = 10) -> list[JobStatusHistory]:
+    from matcher.models import Job
+
+    jobs = Job.objects.visible_to(user)
+    return list(
+        JobStatusHistory.objects.filter(reason__istartswith="timeout", job__in=jobs)
+        .select_related("job")
+        .order_by("-id")[:limit]
+    )
+
+
+def figures(user) -> dict:
+    history = state_history()
+    pilots = pilot_summary()
+    shares = share_overview.share_history(hours=HOURS)
+    return {
+        "states_chart": charts.to_html(charts.states_over_time_figure(history)) if history else "",
+        "shares_chart": charts.to_html(charts.share_figure(shares)) if shares["achieved"] else "",
+        "pilots_chart": charts.to_html(charts.pilots_per_site_figure(pilots)) if pilots else "",
+        "cycle_runs": last_cycle_runs(),
+        "timeouts": recent_timeouts(user),
+        "panels": [p for p in (fn(user) for fn in PANELS) if p],
+    }
