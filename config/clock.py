@@ -2,17 +2,76 @@
 
 Every time-based rule (timeouts, usage slices, pilot waiting hours, the simulator's schedules) reads
 the time from `now()`, so that tests and the simulated grid can move time forward without sleeping.
+
+Two ways to move it:
+- `advance(seconds)`: a per-process offset, for tests;
+- the simulated grid's shared clock (settings.SIMULATED_CLOCK, set by `make run`): a row every
+  process reads (cached for a second), running `speed` times faster than real time from an
+  anchor, or standing still while paused. Staff pause, resume and change its speed.
 """
 
+from __future__ import annotations
+
+import threading
+import time
 from datetime import datetime, timedelta
 
+from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 _offset = timedelta(0)
+_lock = threading.Lock()
+_shared: dict = {"checked": 0.0, "state": None}
+REFRESH_SECONDS = 1.0
+
+
+def _simulated() -> bool:
+    return bool(getattr(settings, "SIMULATED_CLOCK", False))
+
+
+def _state():
+    """(running, speed, anchor_real, anchor_sim) of the shared clock, or None."""
+    mono = time.monotonic()
+    with _lock:
+        if mono - _shared["checked"] < REFRESH_SECONDS:
+            return _shared["state"]
+    from config.models import SimulationClock
+
+    try:
+        row = SimulationClock.objects.filter(pk=1).first()
+    except DatabaseError:
+        row = None
+    state = (row.running, row.speed, row.anchor_real, row.anchor_sim) if row else None
+    with _lock:
+        _shared.update(checked=mono, state=state)
+    return state
+
+
+def invalidate() -> None:
+    with _lock:
+        _shared.update(checked=0.0, state=None)
 
 
 def now() -> datetime:
-    return timezone.now() + _offset
+    real = timezone.now()
+    if _simulated():
+        state = _state()
+        if state is not None:
+            running, speed, anchor_real, anchor_sim = state
+            if not running:
+                return anchor_sim + _offset
+            return anchor_sim + (real - anchor_real) * speed + _offset
+    return real + _offset
+
+
+def speed() -> float:
+    """How many simulated seconds pass per real second (1 outside the simulation)."""
+    if _simulated():
+        state = _state()
+        if state is not None:
+            return state[1] if state[0] else 0.0
+    return 1.0
 
 
 def advance(seconds: float) -> None:

@@ -59,7 +59,9 @@ def _claim(kind: str, holds_advisory_lock: bool) -> CycleRun | None:
     stale = CycleRun.objects.filter(kind=kind, status=CycleRun.Status.RUNNING)
     if not (holds_advisory_lock and connection.vendor == "postgresql"):
         stale = stale.filter(
-            started__lt=now - timedelta(seconds=gdpconfig.get("CycleStaleSeconds"))
+            # In the simulated grid, a real-time limit: its clock runs `speed` times faster.
+            started__lt=now
+            - timedelta(seconds=gdpconfig.get("CycleStaleSeconds") * max(clock.speed(), 1.0))
         )
     stale.update(
         status=CycleRun.Status.ABANDONED, finished=now, error="the process running it died"

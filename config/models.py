@@ -64,3 +64,19 @@ class CycleRun(models.Model):
 
 
 CYCLE_STATUS_CHOICES = CycleRun.Status.choices  # named for the OpenAPI enum
+
+
+class SimulationClock(models.Model):
+    """The simulated grid's shared clock (one row): simulated time is anchor_sim plus the real
+    time since anchor_real times speed while running, anchor_sim while paused."""
+
+    running = models.BooleanField(default=True)
+    speed = models.FloatField(default=60.0)
+    anchor_real = models.DateTimeField()
+    anchor_sim = models.DateTimeField()
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"{'running' if self.running else 'paused'} at {self.speed:g}x"

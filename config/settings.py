@@ -36,6 +36,9 @@ ALLOWED_HOSTS = [
 ]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
+# `make run` drives the demo with the simulated grid's shared, accelerated clock.
+SIMULATED_CLOCK = os.environ.get("GRIDWMS_SIMULATED_CLOCK", "") == "1"
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -55,6 +58,7 @@ INSTALLED_APPS = [
     "matcher",
     "brokerage",
     "classads",
+    "simulation",
 ]
 
 MIDDLEWARE = [

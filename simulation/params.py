@@ -1,0 +1,68 @@
+"""The simulated grid's live parameters: how much work arrives, how often pilots go silent."""
+
+from config.gdpconfig import FLOAT, INT, Param, register
+
+
+def _reg(name, kind, default, help, **kw):
+    return register(
+        Param(name=name, kind=kind, default=default, help=help, category="simulation", **kw)
+    )
+
+
+_reg(
+    "SimJobsPerMinute",
+    FLOAT,
+    6.0,
+    "DIRAC jobs arriving per simulated minute.",
+    minimum=0,
+    maximum=10_000,
+)
+_reg(
+    "SimProductionTasksPerHour",
+    FLOAT,
+    6.0,
+    "Production tasks per simulated hour.",
+    minimum=0,
+    maximum=10_000,
+)
+_reg(
+    "SimAnalysisTasksPerHour",
+    FLOAT,
+    4.0,
+    "Analysis tasks per simulated hour.",
+    minimum=0,
+    maximum=10_000,
+)
+_reg(
+    "SimJobAdsPerHour", FLOAT, 3.0, "ClassAd job ads per simulated hour.", minimum=0, maximum=10_000
+)
+_reg(
+    "SimSilentPilotsPerHour",
+    FLOAT,
+    2.0,
+    "Running pilots that go silent per simulated hour (their jobs then time out).",
+    minimum=0,
+    maximum=10_000,
+)
+_reg(
+    "SimMaxWaitingJobs",
+    INT,
+    4000,
+    "No new work arrives while more jobs than this wait.",
+    minimum=0,
+)
+_reg(
+    "SimTickSeconds",
+    FLOAT,
+    5.0,
+    "Real seconds between two simulator ticks.",
+    minimum=0.5,
+    maximum=3600,
+)
+_reg(
+    "SimMaxSpeed",
+    FLOAT,
+    3600.0,
+    "The fastest the simulated clock may run (simulated seconds per real second).",
+    minimum=1,
+)

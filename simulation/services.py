@@ -1,0 +1,335 @@
+"""The simulated grid: work arrives, cycles run on their (simulated) schedules, pilots send
+heartbeats, and now and then a pilot goes silent so that the timeout rules fire.
+
+One tick is `simulation_tick`, a recorded cycle; `manage.py simulate` runs it every
+SimTickSeconds of real time. The clock it advances is the shared simulated clock (config.clock),
+which staff pause, resume and speed up on the clock page.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from datetime import datetime, timedelta
+from types import SimpleNamespace
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from config import clock, gdpconfig
+from config.cycles import CYCLES, cycle, run_cycle
+from config.models import CycleRun, SimulationClock
+from config.schedules import SCHEDULES
+from matcher.models import Job, JobStatus, Pilot, PilotStatus
+
+USERS = [  # (user, group, share of the arrivals)
+    ("alice", "lhcb_user", 3),
+    ("bob", "lhcb_user", 2),
+    ("carol", "lhcb_mc", 2),
+    ("dave", "lhcb_data", 3),
+]
+CPU_TIMES = [300, 1200, 3600, 14400, 40000, 100000]
+DEMO_SITES = ["LCG.CERN.ch", "LCG.PIC.es", "LCG.RAL.uk", "LCG.IN2P3.fr", "LCG.CNAF.it"]
+
+
+class ClockError(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+# --- the shared clock ------------------------------------------------------------------------
+
+
+def clock_row() -> SimulationClock:
+    """The clock's row, created running at 60x from the real time if missing."""
+    now = timezone.now()
+    row, _ = SimulationClock.objects.get_or_create(
+        pk=1, defaults={"running": True, "speed": 60.0, "anchor_real": now, "anchor_sim": now}
+    )
+    return row
+
+
+def set_clock(user=None, running: bool | None = None, speed=None) -> SimulationClock:
+    """Pause, resume or change the speed; the simulated time goes on from where it is."""
+    if speed is not None:
+        if isinstance(speed, bool) or not isinstance(speed, (int, float, str)):
+            raise ClockError("speed", "expected a number")
+        try:
+            speed = float(speed)
+        except ValueError:
+            raise ClockError("speed", f"expected a number, got {speed!r}") from None
+        top = gdpconfig.get("SimMaxSpeed")
+        if not math.isfinite(speed) or speed <= 0 or speed > top:
+            raise ClockError("speed", f"must be more than 0 and at most {top:g} (SimMaxSpeed)")
+    with transaction.atomic():
+        clock_row()
+        row = SimulationClock.objects.select_for_update().get(pk=1)
+        real = timezone.now()
+        sim = row.anchor_sim + (
+            (real - row.anchor_real) * row.speed if row.running else timedelta()
+        )
+        row.anchor_real, row.anchor_sim = real, sim
+        if running is not None:
+            row.running = running
+        if speed is not None:
+            row.speed = speed
+        row.changed_by = user if getattr(user, "pk", None) else None
+        row.save()
+    clock.invalidate()
+    return row
+
+
+def simulated_now(row: SimulationClock, real: datetime | None = None) -> datetime:
+    real = real or timezone.now()
+    if not row.running:
+        return row.anchor_sim
+    return row.anchor_sim + (real - row.anchor_real) * row.speed
+
+
+# --- arrivals --------------------------------------------------------------------------------
+
+
+def poisson(rng: random.Random, lam: float) -> int:
+    if lam <= 0:
+        return 0
+    if lam > 50:  # normal approximation: cheap and good enough here
+        return max(0, round(rng.gauss(lam, math.sqrt(lam))))
+    limit, k, p = math.exp(-lam), 0, 1.0
+    while True:
+        p *= rng.random()
+        if p <= limit:
+            return k
+        k += 1
+
+
+def _users():
+    from shares.models import GridGroup, User
+
+    users = {u.username: u for u in User.objects.filter(username__in=[u for u, *_ in USERS])}
+    groups = {g.name: g for g in GridGroup.objects.filter(name__in=[g for _, g, _ in USERS])}
+    return [(users[u], groups[g], w) for u, g, w in USERS if u in users and g in groups]
+
+
+def arrive_jobs(rng: random.Random, n: int) -> int:
+    from matcher import services as job_services
+
+    people = _users()
+    if not people or n <= 0:
+        return 0
+    by_user: dict = {}
+    for _ in range(n):
+        user, group, _w = rng.choices(people, weights=[w for *_, w in people])[0]
+        spec = {
+            "owner_group": group,
+            "setup": "Production",
+            "cpu_time": rng.choice(CPU_TIMES),
+            "user_priority": rng.randint(1, 5),
+            "name": "sim",
+            "sites": rng.sample(DEMO_SITES, rng.randint(1, 3)) if rng.random() < 0.4 else [],
+        }
+        by_user.setdefault(user.pk, (user, []))[1].append(spec)
+    for user, specs in by_user.values():
+        job_services.submit_jobs(user, specs)
+    return n
+
+
+def arrive_tasks(rng: random.Random, production: int, analysis: int) -> int:
+    from brokerage import services as brokerage_services
+    from brokerage.models import Dataset, PandaQueue
+    from shares.models import GridGroup, User
+
+    if not PandaQueue.objects.exists():
+        return 0
+    made = 0
+    datasets = list(Dataset.objects.all()[:5])
+    for _ in range(production):
+        owner = User.objects.filter(username=rng.choice(["erin", "carol"])).first()
+        group = GridGroup.objects.filter(name="lhcb_mc").first()
+        if owner is None or group is None:
+            break
+        kind = rng.choice(["simul", "evgen", "reco"])
+        brokerage_services.submit_task(
+            owner,
+            {
+                "owner_group": group,
+                "name": f"sim.{kind}.{rng.randint(1000, 9999)}",
+                "processing_type": kind,
+                "priority": rng.choice([400, 500, 600, 900]),
+                "core_count": rng.choice([1, 8]),
+                "ram_count": rng.choice([1000, 2000]),
+                "cpu_time": rng.uniform(5, 60),
+                "n_jobs": rng.randint(5, 30),
+                "n_events_per_job": 100,
+            },
+            [(rng.choice(datasets), True)] if datasets and rng.random() < 0.3 else [],
+        )
+        made += 1
+    for _ in range(analysis):
+        owner = User.objects.filter(username=rng.choice(["alice", "bob"])).first()
+        group = GridGroup.objects.filter(name="lhcb_user").first()
+        if owner is None or group is None:
+            break
+        brokerage_services.submit_task(
+            owner,
+            {
+                "owner_group": group,
+                "kind": "analysis",
+                "name": f"user.{owner.username}.{rng.randint(1000, 9999)}",
+                "gshare": "User Analysis",
+                "processing_type": "panda-client",
+                "task_class": rng.choice(["A", "B", "C"]),
+                "ram_count": 2000,
+                "cpu_time": rng.uniform(5, 30),
+                "n_jobs": rng.randint(3, 15),
+                "n_events_per_job": 100,
+            },
+            [],
+        )
+        made += 1
+    return made
+
+
+SITE_AD = """\
+Name = "{name}"
+UpdateSequenceNumber = 1
+WantAdRevaluate = True
+CurMatches = 0
+MaxMatches = 4
+Requirements = (CurMatches < MaxMatches) && (TARGET.WANT_SIM_MATCHMAKER =?= TRUE)
+GridSite = "{site}"
+MatchmakerURL = "{name}.example.org:/jobmanager-condor"
+SiteEnvironment = "SiteGatekeeperURL={name}.example.org"
+"""
+JOB_AD = """\
+universe = globus
++WANT_SIM_MATCHMAKER = True
+Requirements = TARGET.GridSite =!= UNDEFINED
+Rank = -CurMatches/MaxMatches
+GlobusScheduler = $$(MatchmakerURL)
+environment = $$(SiteEnvironment)
+queue
+"""
+
+
+def arrive_job_ads(rng: random.Random, n: int) -> int:
+    """A site ad per demo site (once), then n ClassAd job ads."""
+    try:
+        from classads import services as classad_services
+        from classads.api.serializers import JobAdSubmitSerializer
+        from classads.models import SiteAd
+    except ImportError:  # the ClassAd app is optional for the simulator
+        return 0
+    if not SiteAd.objects.exists():
+        for site in DEMO_SITES:
+            name = f"sim-{site.split('.')[1].lower()}"
+            classad_services.advertise(SITE_AD.format(name=name, site=site), source="simulator")
+    from shares.models import User
+
+    carol = User.objects.filter(username="carol").first()
+    if carol is None:
+        return 0
+    made = 0
+    for _ in range(n):
+        body = JobAdSubmitSerializer(
+            data={"ad": JOB_AD, "owner_group": "lhcb_mc", "name": f"sim.ad.{rng.randint(1, 9999)}"},
+            context={"request": SimpleNamespace(user=carol)},
+        )
+        if body.is_valid():
+            classad_services.submit_job_ads(carol, [body.validated_data])
+            made += 1
+    return made
+
+
+# --- pilots ----------------------------------------------------------------------------------
+
+
+def send_heartbeats(now) -> int:
+    """Every live simulated pilot reports on its running job; silent ones (next_event unset)
+    do not."""
+    live = Pilot.objects.filter(
+        grid_type="Simulated", status=PilotStatus.RUNNING, next_event__isnull=False
+    ).values("reference")
+    return Job.objects.filter(
+        status__in=(JobStatus.STARTING, JobStatus.RUNNING), pilot_reference__in=live
+    ).update(heartbeat=now)
+
+
+def silence_pilots(rng: random.Random, n: int) -> int:
+    """n running simulated pilots stop talking: the CE never moves them again, their jobs get no
+    more heartbeats, and the heartbeat timeout fails those jobs later."""
+    if n <= 0:
+        return 0
+    running = list(
+        Pilot.objects.filter(
+            grid_type="Simulated", status=PilotStatus.RUNNING, next_event__isnull=False
+        ).values_list("pk", flat=True)[:500]
+    )
+    chosen = rng.sample(running, min(n, len(running)))
+    Pilot.objects.filter(pk__in=chosen).update(next_event=None, broker="silent (simulated)")
+    return len(chosen)
+
+
+# --- the tick --------------------------------------------------------------------------------
+
+
+def due_cycles(now) -> list[str]:
+    """The cycles whose simulated interval has passed since their last recorded run."""
+    last = dict(
+        CycleRun.objects.filter(kind__in=list(SCHEDULES))
+        .exclude(status=CycleRun.Status.SKIPPED)
+        .values_list("kind")
+        .annotate(last=Max("started"))
+        .order_by()
+    )
+    out = []
+    for kind, minutes in SCHEDULES.items():
+        if kind not in CYCLES:
+            continue
+        started = last.get(kind)
+        if started is None or now - started >= timedelta(minutes=minutes):
+            out.append(kind)
+    return out
+
+
+@cycle("simulation")
+def simulation_tick(rng: random.Random | None = None, minutes: float | None = None) -> dict:
+    """One tick: arrivals for the simulated minutes since the last tick, then every cycle that
+    is due on the simulated schedule, then heartbeats and silent pilots."""
+    rng = rng or random.Random()
+    now = clock.now()
+    if minutes is None:
+        previous = (
+            CycleRun.objects.filter(kind="simulation", status=CycleRun.Status.SUCCESS)
+            .order_by("-started")
+            .values_list("started", flat=True)
+            .first()
+        )
+        minutes = min((now - previous).total_seconds() / 60, 120.0) if previous else 1.0
+    minutes = max(minutes, 0.0)
+    counts: dict = {"simulated_minutes": round(minutes, 2)}
+    waiting = Job.objects.filter(
+        status__in=(JobStatus.ACTIVATED, JobStatus.DEFINED, JobStatus.PENDING)
+    ).count()
+    if waiting < gdpconfig.get("SimMaxWaitingJobs"):
+        counts["jobs"] = arrive_jobs(rng, poisson(rng, gdpconfig.get("SimJobsPerMinute") * minutes))
+        counts["tasks"] = arrive_tasks(
+            rng,
+            poisson(rng, gdpconfig.get("SimProductionTasksPerHour") * minutes / 60),
+            poisson(rng, gdpconfig.get("SimAnalysisTasksPerHour") * minutes / 60),
+        )
+        counts["job_ads"] = arrive_job_ads(
+            rng, poisson(rng, gdpconfig.get("SimJobAdsPerHour") * minutes / 60)
+        )
+    ran = []
+    for kind in due_cycles(now):
+        run = run_cycle(kind)
+        ran.append(f"{kind}:{run.status}")
+    counts["cycles"] = ran
+    counts["heartbeats"] = send_heartbeats(clock.now())
+    counts["silenced"] = silence_pilots(
+        rng, poisson(rng, gdpconfig.get("SimSilentPilotsPerHour") * minutes / 60)
+    )
+    return counts

@@ -1,0 +1,40 @@
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from config import clock
+from config.decorators import staff_required
+from config.models import CycleRun
+from simulation import services
+
+
+def clock_page(request):
+    row = services.clock_row()
+    ticks = CycleRun.objects.filter(kind="simulation")[:15]
+    return render(
+        request,
+        "simulation/clock.html",
+        {"row": row, "now": clock.now(), "simulated": clock._simulated(), "ticks": ticks},
+    )
+
+
+@staff_required
+@require_POST
+def clock_action(request):
+    action = request.POST.get("action", "")
+    try:
+        if action == "pause":
+            services.set_clock(request.user, running=False)
+        elif action == "resume":
+            services.set_clock(request.user, running=True)
+        elif action == "speed":
+            services.set_clock(request.user, speed=request.POST.get("speed", ""))
+        else:
+            raise services.ClockError("action", f"unknown action {action!r}")
+    except services.ClockError as exc:
+        messages.error(request, str(exc))
+    else:
+        row = services.clock_row()
+        state = "running" if row.running else "paused"
+        messages.success(request, f"The simulated clock is {state} at {row.speed:g}x.")
+    return redirect("simulation-clock")
