@@ -26,6 +26,10 @@ PAGES = {
     "director": "/pilots/director/",
     "match": "/taskqueues/match/?site=LCG.CERN.ch&cpu_time=86400",
     "api-docs": "/api/docs/",
+    "clock": "/simulation/",
+    "brokerage-tasks-empty": "/brokerage/tasks/",
+    "classads": "/classads/",
+    "classads-negotiation": "/classads/negotiation/",
 }
 
 
@@ -49,6 +53,11 @@ def test_staff_visit_every_page_without_errors_and_the_charts_draw(page, grid):
     page.page.wait_for_selector(".js-plotly-plot .main-svg")
     bars = page.page.locator(".js-plotly-plot .bars path").count()
     assert bars >= 1  # the jobs-by-status chart drew its bars
+    page.page.wait_for_selector("#states-chart .js-plotly-plot .main-svg")
+    # One sample so far: each state's line is a single point (drawn, but of zero size).
+    assert page.page.locator("#states-chart .scatterlayer .trace").count() >= 1
+    page.page.wait_for_selector("#pilots-chart .js-plotly-plot .bars path")
+    page.screenshot("home")
     page.goto("/pilots/director/")
     page.page.wait_for_selector(".js-plotly-plot .main-svg")  # pilots per cycle drew
     page.goto("/api/docs/")
@@ -168,3 +177,19 @@ def test_a_user_reads_the_analysis_page_with_its_stabilizer_chart(page, grid):
     page.page.wait_for_selector("#stabilizer-chart .js-plotly-plot .bars path")
     assert page.page.locator("#stabilizer td", has_text="ANALY_CERN").count() == 1
     page.screenshot("brokerage-analysis")
+
+
+def test_staff_pause_and_speed_up_the_simulated_clock(page, grid):
+    from config.models import SimulationClock
+
+    page.login("admin", demo.ADMIN_PASSWORD)
+    page.goto("/simulation/")
+    page.page.click("button[value=pause]")
+    assert "paused" in page.page.locator("#sim-state").inner_text()
+    page.page.click("button[value=resume]")
+    page.page.fill("input[name=speed]", "300")
+    page.page.click("button[value=speed]")
+    assert page.page.locator("#sim-speed").inner_text() == "300"
+    row = SimulationClock.objects.get(pk=1)
+    assert row.running and row.speed == 300
+    page.screenshot("clock")
