@@ -443,13 +443,11 @@ def job_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
             links=links.get(task.nucleus_id, {}),
             nucleus_queued_files=nucleus_queued.get(task.nucleus_id, 0),
             locality=locality(datasets, replicas, queue_groups) if datasets else {},
-            totals=(sum(d.size_gb for d in datasets), sum(d.n_files for d in datasets)),
             now=now,
             params=params,
             all_tags=all_tags,
-            n_events=min(j["n_events"] for j in jobs),
-            input_mb_per_job=max(j["input_size_mb"] for j in jobs),
             memo=memo,
+            **job_sizes(datasets, jobs),
         )
         decision = production.broker_jobs(task, queues, ctx)
         if decision.chosen:
@@ -532,6 +530,16 @@ class Placement:
                 )
             BrokerageRun.objects.bulk_create([BrokerageRun(**r) for r in self.runs], batch_size=200)
         return activated
+
+
+def job_sizes(datasets, jobs) -> dict:
+    """The input totals and the per-job sizes the checks compare (the smallest events per job
+    and the largest input)."""
+    return {
+        "totals": (sum(d.size_gb for d in datasets), sum(d.n_files for d in datasets)),
+        "n_events": min(j["n_events"] for j in jobs),
+        "input_mb_per_job": max(j["input_size_mb"] for j in jobs),
+    }
 
 
 def _has_jobs_to_broker():

@@ -261,12 +261,10 @@ def analysis_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
             links={},
             nucleus_queued_files=0,
             locality={},
-            totals=(sum(d.size_gb for d in datasets), sum(d.n_files for d in datasets)),
             now=now,
             params=params,
             all_tags=all_tags,
-            n_events=min(j["n_events"] for j in jobs),
-            input_mb_per_job=max(j["input_size_mb"] for j in jobs),
+            **services.job_sizes(datasets, jobs),
             user_counts={
                 qid: c for (qid, owner), c in owner_counts.items() if owner == task.owner_id
             },

@@ -13,7 +13,7 @@ from brokerage.models import (
     Task,
     UserQuota,
 )
-from config.api.fields import RejectUnknownFieldsMixin, StrictCharField
+from config.api.fields import NamedRelatedField, RejectUnknownFieldsMixin, StrictCharField
 from matcher.models import Site
 from shares.models import GridGroup, User
 
@@ -62,15 +62,15 @@ TASK_PARAMETERS = [
 
 
 class TaskInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    dataset = serializers.SlugRelatedField(slug_field="name", queryset=Dataset.objects.all())
+    dataset = NamedRelatedField(slug_field="name", queryset=Dataset.objects.all())
     master = serializers.BooleanField(default=True)
 
 
 class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
     """A task: PanDA's parameters, its input datasets; it generates `n_jobs` jobs."""
 
-    owner_group = serializers.SlugRelatedField(slug_field="name", queryset=GridGroup.objects.all())
-    nucleus = serializers.SlugRelatedField(
+    owner_group = NamedRelatedField(slug_field="name", queryset=GridGroup.objects.all())
+    nucleus = NamedRelatedField(
         slug_field="name", queryset=Nucleus.objects.all(), required=False, allow_null=True
     )
     parent = serializers.PrimaryKeyRelatedField(
@@ -171,7 +171,7 @@ class GlobalShareSerializer(serializers.ModelSerializer):
 
 
 class UserQuotaSerializer(serializers.ModelSerializer):
-    user = serializers.SlugRelatedField(slug_field="username", queryset=User.objects.all())
+    user = NamedRelatedField(slug_field="username", queryset=User.objects.all())
 
     class Meta:
         model = UserQuota
@@ -201,7 +201,7 @@ class BrokerageRunSerializer(serializers.ModelSerializer):
         ]
 
 
-class _Named(serializers.SlugRelatedField):
+class _Named(NamedRelatedField):
     def __init__(self, model, **kw):
         kw.setdefault("queryset", model.objects.all())
         super().__init__(slug_field="name", **kw)
