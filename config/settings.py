@@ -186,6 +186,8 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {
+    # Anonymous visitors see the login page only (DESIGN §5), not even the API's description.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "TITLE": "gridwms API",
     "DESCRIPTION": (
         "Grid workload management: jobs, TaskQueues, sites, shares and live parameters. "

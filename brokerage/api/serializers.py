@@ -116,8 +116,9 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
         return value
 
     def validate_owner_group(self, group):
+        # As for jobs: a task runs under a group its owner belongs to, staff included.
         user = self.context["request"].user
-        if not user.is_staff and not user.grid_groups.filter(pk=group.pk).exists():
+        if not user.grid_groups.filter(pk=group.pk).exists():
             raise serializers.ValidationError(f"you are not a member of {group.name}")
         return group
 

@@ -19,6 +19,17 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class NamedRelatedField(serializers.SlugRelatedField):
+    """A related object named by a string field (`slug_field`). A name that is not a string,
+    or holds a NUL character (which PostgreSQL text cannot store, so the lookup itself would
+    fail with a server error), names nothing: 400."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str) or "\x00" in data:
+            self.fail("does_not_exist", slug_name=self.slug_field, value=str(data)[:100])
+        return super().to_internal_value(data)
+
+
 class StrictStringListField(serializers.ListField):
     def __init__(self, **kwargs):
         kwargs.setdefault("child", StrictCharField(max_length=128, allow_blank=False))

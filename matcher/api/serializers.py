@@ -3,6 +3,7 @@ from rest_framework import serializers
 
 from config import gdpconfig
 from config.api.fields import (
+    NamedRelatedField,
     RejectUnknownFieldsMixin,
     StrictCharField,
     StrictIntegerField,
@@ -228,7 +229,7 @@ class SiteSerializer(serializers.ModelSerializer):
 
 
 class ComputingElementSerializer(serializers.ModelSerializer):
-    site = serializers.SlugRelatedField(slug_field="name", queryset=Site.objects.all())
+    site = NamedRelatedField(slug_field="name", queryset=Site.objects.all())
     platforms = StrictStringListField()
     tags = StrictStringListField()
 

@@ -1,0 +1,736 @@
+"""Who may do what: six subjects × every API endpoint and every page, each its own test.
+
+Subjects: anonymous; alice (a user, lhcb_user: no JobSharing); bob (another lhcb_user user);
+erin (lhcb_mc, which has JobSharing, so she shares carol's lhcb_mc jobs); pilot (the generic
+pilot credential, lhcb_pilot); admin (staff).
+
+Expectations come from DESIGN §5 and the code: anonymous visitors see nothing but the login
+page (API: 401/403; pages: a redirect to the login page); a user sees and acts on its own jobs,
+tasks and job ads and on those of its JobSharing groups, and someone else's are 404 (their
+existence is not revealed); a pilot reports only on the jobs it was given (403); staff edit
+shares, parameters and topology, everyone else gets 403.
+
+The list of routes is walked from the URL resolver: a route with no row here fails the
+completeness test, so a new page or endpoint cannot be forgotten.
+"""
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from rest_framework.test import APIClient
+
+from tests._matrix_world import JOB_AD, build_demo, populate, shared_state
+
+SUBJECTS = ["anonymous", "alice", "bob", "erin", "pilot", "admin"]
+PASSWORD = "gridwms"  # matcher.demo.USER_PASSWORD
+PARAM = "CycleStaleSeconds"
+
+# Expectation tokens, one per subject in SUBJECTS order:
+#   D    denied to an anonymous visitor: API 401 or 403, a page redirects to /login/
+#   R    a redirect (302) somewhere other than /login/: a form action done (or the admin's
+#        own login page)
+#   a|b  either status
+
+A = "D 200 200 200 200 200"  # every signed-in subject reads it
+STAFF_WRITE = "D 403 403 403 403"  # + the admin's status
+
+ROWS = [
+    # --- API: authentication and discovery ---------------------------------------------------
+    ("api:api-root", "GET", "/api/v1/", None, A),
+    (
+        "api:api-token",
+        "POST",
+        "/api/v1/auth/token/",
+        {"username": "alice", "password": PASSWORD},
+        "200 200 200 200 200 200",
+    ),
+    ("api:api-token", "POST", "/api/v1/auth/token/", {"username": "alice"}, "400 " * 5 + "400"),
+    ("api:user-me", "GET", "/api/v1/users/me/", None, A),
+    # --- API: jobs -------------------------------------------------------------------------
+    ("api:job-list", "GET", "/api/v1/jobs/", None, A),
+    ("api:job-list", "POST", "/api/v1/jobs/", {"cpu_time": 1000}, "D 201 201 201 201 201"),
+    (
+        "api:job-list",
+        "POST",
+        "/api/v1/jobs/",
+        {"cpu_time": 1000, "owner_group": "lhcb_data"},  # a group none of them is in
+        "D 400 400 400 400 400",
+    ),
+    ("api:job-detail", "GET", "/api/v1/jobs/{alice_job}/", None, "D 200 404 404 404 200"),
+    ("api:job-detail", "GET", "/api/v1/jobs/{carol_job}/", None, "D 404 404 200 404 200"),
+    ("api:job-detail", "GET", "/api/v1/jobs/{carol_user_job}/", None, "D 404 404 404 404 200"),
+    (
+        "api:job-analysis",
+        "GET",
+        "/api/v1/jobs/{alice_job}/analysis/",
+        None,
+        "D 200 404 404 404 200",
+    ),
+    (
+        "api:job-analysis",
+        "GET",
+        "/api/v1/jobs/{carol_job}/analysis/",
+        None,
+        "D 404 404 200 404 200",
+    ),
+    ("api:job-kill", "POST", "/api/v1/jobs/{alice_job}/kill/", None, "D 200 404 404 404 200"),
+    ("api:job-kill", "POST", "/api/v1/jobs/{carol_job}/kill/", None, "D 404 404 200 404 200"),
+    (
+        "api:job-reschedule",
+        "POST",
+        "/api/v1/jobs/{alice_job}/reschedule/",
+        None,
+        "D 409 404 404 404 409",  # allowed, but a waiting job has nothing to reschedule
+    ),
+    (
+        "api:job-report-status",
+        "POST",
+        "/api/v1/jobs/{matched_job}/status/",
+        {"status": "starting", "pilot_reference": "p-1"},
+        "D 403 403 403 200 200",
+    ),
+    (
+        "api:job-report-status",
+        "POST",
+        "/api/v1/jobs/{alice_job}/status/",  # not the job this pilot was given
+        {"status": "starting", "pilot_reference": "p-1"},
+        "D 403 403 403 403 409",
+    ),
+    (
+        "api:job-heartbeat",
+        "POST",
+        "/api/v1/jobs/{matched_job}/heartbeat/",
+        {"pilot_reference": "p-1"},
+        "D 403 403 403 204 204",
+    ),
+    # --- API: TaskQueues, matching, shares, pilots ------------------------------------------
+    ("api:taskqueue-list", "GET", "/api/v1/task-queues/", None, A),
+    (
+        "api:taskqueue-detail",
+        "GET",
+        "/api/v1/task-queues/{alice_tq}/",
+        None,
+        "D 200 404 404 404 200",
+    ),
+    (
+        "api:taskqueue-detail",
+        "GET",
+        "/api/v1/task-queues/{carol_tq}/",
+        None,
+        "D 404 404 200 404 200",
+    ),
+    (
+        "api:taskqueue-matching",
+        "POST",
+        "/api/v1/task-queues/matching/",
+        {"site": "any", "cpu_time": 1000, "tag": []},
+        STAFF_WRITE + " 200",
+    ),
+    (
+        "api:match-list",
+        "POST",
+        "/api/v1/match/",
+        {"site": "LCG.CERN.ch", "cpu_time": 10**6, "tag": [], "pilot_reference": "m-2"},
+        # a user's credential is a private pilot of its own jobs (each has one waiting)
+        "D 200 200 200 200 200",
+    ),
+    (
+        "api:match-list",
+        "POST",
+        "/api/v1/match/",
+        {"site": "LCG.CERN.ch", "cpu_time": 10**6, "tag": [], "owner_group": "lhcb_mc"},
+        # only generic-pilot credentials and staff take another group's jobs
+        "D 400 400 200 200 200",
+    ),
+    ("api:shares-list", "GET", "/api/v1/shares/", None, A),
+    ("api:pilot-list", "GET", "/api/v1/pilots/", None, A),
+    (
+        "api:pilot-list",
+        "POST",
+        "/api/v1/pilots/",
+        {"reference": "p-1", "site": "LCG.CERN.ch"},
+        "D 403 403 403 200 200",
+    ),  # registering again under another credential's reference
+    ("api:pilot-detail", "GET", "/api/v1/pilots/{pilot}/", None, "D 404 404 404 200 200"),
+    (
+        "api:pilot-status",
+        "POST",
+        "/api/v1/pilots/{pilot}/status/",
+        {"status": "Running"},
+        "D 404 404 404 200 200",
+    ),
+    # --- API: sites, CEs, groups (staff write) ---------------------------------------------
+    ("api:site-list", "GET", "/api/v1/sites/", None, A),
+    ("api:site-list", "POST", "/api/v1/sites/", {}, STAFF_WRITE + " 400"),
+    ("api:site-detail", "GET", "/api/v1/sites/{site}/", None, A),
+    ("api:site-detail", "PATCH", "/api/v1/sites/{site}/", {}, STAFF_WRITE + " 200"),
+    ("api:site-detail", "PUT", "/api/v1/sites/{site}/", {}, STAFF_WRITE + " 400"),
+    ("api:site-detail", "DELETE", "/api/v1/sites/{site}/", None, STAFF_WRITE + " 409"),
+    ("api:computingelement-list", "GET", "/api/v1/computing-elements/", None, A),
+    ("api:computingelement-list", "POST", "/api/v1/computing-elements/", {}, STAFF_WRITE + " 400"),
+    ("api:computingelement-detail", "GET", "/api/v1/computing-elements/{ce}/", None, A),
+    (
+        "api:computingelement-detail",
+        "PATCH",
+        "/api/v1/computing-elements/{ce}/",
+        {},
+        STAFF_WRITE + " 200",
+    ),
+    (
+        "api:computingelement-detail",
+        "DELETE",
+        "/api/v1/computing-elements/{ce}/",
+        None,
+        STAFF_WRITE + " 204",
+    ),
+    ("api:gridgroup-list", "GET", "/api/v1/groups/", None, A),
+    ("api:gridgroup-list", "POST", "/api/v1/groups/", {}, STAFF_WRITE + " 400"),
+    ("api:gridgroup-detail", "GET", "/api/v1/groups/{lhcb_mc}/", None, A),
+    (
+        "api:gridgroup-detail",
+        "PATCH",
+        "/api/v1/groups/{lhcb_mc}/",
+        {"job_share": 500},
+        STAFF_WRITE + " 200",
+    ),
+    ("api:gridgroup-detail", "DELETE", "/api/v1/groups/{lhcb_mc}/", None, STAFF_WRITE + " 409"),
+    ("api:gridgroup-changes", "GET", "/api/v1/groups/{lhcb_user}/changes/", None, A),
+    # --- API: brokerage --------------------------------------------------------------------
+    ("api:task-list", "GET", "/api/v1/tasks/", None, A),
+    (
+        "api:task-list",
+        "POST",
+        "/api/v1/tasks/",
+        {"name": "t2", "n_jobs": 1, "owner_group": "lhcb_user"},
+        "D 201 201 400 400 201",  # erin and the pilot are not in lhcb_user
+    ),
+    (
+        "api:task-list",
+        "POST",
+        "/api/v1/tasks/",
+        {"name": "t3", "n_jobs": 1, "owner_group": "lhcb_data"},
+        # like a job or a job ad: only for a group the owner belongs to, staff included
+        "D 400 400 400 400 400",
+    ),
+    ("api:task-detail", "GET", "/api/v1/tasks/{erin_task}/", None, "D 404 404 200 404 200"),
+    ("api:task-detail", "GET", "/api/v1/tasks/{alice_task}/", None, "D 200 404 404 404 200"),
+    (
+        "api:task-detail",
+        "PATCH",
+        "/api/v1/tasks/{alice_task}/",
+        {"task_class": "A"},
+        STAFF_WRITE + " 200",
+    ),
+    (
+        "api:task-brokerage",
+        "GET",
+        "/api/v1/tasks/{erin_task}/brokerage/",
+        None,
+        "D 404 404 200 404 200",
+    ),
+    ("api:brokeragerun-list", "GET", "/api/v1/brokerage-runs/", None, A),
+    (
+        "api:brokeragerun-detail",
+        "GET",
+        "/api/v1/brokerage-runs/{erin_run}/",
+        None,
+        "D 404 404 200 404 200",
+    ),
+    ("api:nucleus-list", "GET", "/api/v1/nuclei/", None, A),
+    ("api:nucleus-list", "POST", "/api/v1/nuclei/", {}, STAFF_WRITE + " 400"),
+    ("api:nucleus-detail", "GET", "/api/v1/nuclei/{nucleus}/", None, A),
+    ("api:nucleus-detail", "PATCH", "/api/v1/nuclei/{nucleus}/", {}, STAFF_WRITE + " 200"),
+    ("api:nucleus-detail", "DELETE", "/api/v1/nuclei/{nucleus}/", None, STAFF_WRITE + " 409"),
+    ("api:storage-list", "GET", "/api/v1/storages/", None, A),
+    ("api:storage-list", "POST", "/api/v1/storages/", {}, STAFF_WRITE + " 400"),
+    ("api:storage-detail", "GET", "/api/v1/storages/{storage}/", None, A),
+    ("api:storage-detail", "PATCH", "/api/v1/storages/{storage}/", {}, STAFF_WRITE + " 200"),
+    ("api:storage-detail", "DELETE", "/api/v1/storages/{storage}/", None, STAFF_WRITE + " 204"),
+    ("api:pandaqueue-list", "GET", "/api/v1/panda-queues/", None, A),
+    ("api:pandaqueue-list", "POST", "/api/v1/panda-queues/", {}, STAFF_WRITE + " 400"),
+    ("api:pandaqueue-detail", "GET", "/api/v1/panda-queues/{panda_queue}/", None, A),
+    (
+        "api:pandaqueue-detail",
+        "PATCH",
+        "/api/v1/panda-queues/{panda_queue}/",
+        {},
+        STAFF_WRITE + " 200",
+    ),
+    (
+        "api:pandaqueue-detail",
+        "DELETE",
+        "/api/v1/panda-queues/{panda_queue}/",
+        None,
+        STAFF_WRITE + " 204",
+    ),
+    ("api:networklink-list", "GET", "/api/v1/network-links/", None, A),
+    ("api:networklink-list", "POST", "/api/v1/network-links/", {}, STAFF_WRITE + " 400"),
+    ("api:networklink-detail", "GET", "/api/v1/network-links/{link}/", None, A),
+    ("api:networklink-detail", "PATCH", "/api/v1/network-links/{link}/", {}, STAFF_WRITE + " 200"),
+    (
+        "api:networklink-detail",
+        "DELETE",
+        "/api/v1/network-links/{link}/",
+        None,
+        STAFF_WRITE + " 204",
+    ),
+    ("api:dataset-list", "GET", "/api/v1/datasets/", None, A),
+    ("api:dataset-list", "POST", "/api/v1/datasets/", {}, "D 405 405 405 405 405"),
+    ("api:dataset-detail", "GET", "/api/v1/datasets/{dataset}/", None, A),
+    ("api:globalshare-list", "GET", "/api/v1/global-shares/", None, A),
+    ("api:globalshare-list", "POST", "/api/v1/global-shares/", {}, STAFF_WRITE + " 400"),
+    ("api:globalshare-detail", "GET", "/api/v1/global-shares/{global_share}/", None, A),
+    (
+        "api:globalshare-detail",
+        "PATCH",
+        "/api/v1/global-shares/{global_share}/",
+        {},
+        STAFF_WRITE + " 200",
+    ),
+    (
+        "api:globalshare-detail",
+        "DELETE",
+        "/api/v1/global-shares/{global_share}/",
+        None,
+        STAFF_WRITE + " 204",
+    ),
+    ("api:userquota-list", "GET", "/api/v1/user-quotas/", None, STAFF_WRITE + " 200"),
+    ("api:userquota-list", "POST", "/api/v1/user-quotas/", {}, STAFF_WRITE + " 400"),
+    (
+        "api:userquota-detail",
+        "GET",
+        "/api/v1/user-quotas/{user_quota}/",
+        None,
+        STAFF_WRITE + " 200",
+    ),
+    (
+        "api:userquota-detail",
+        "PATCH",
+        "/api/v1/user-quotas/{user_quota}/",
+        {},
+        STAFF_WRITE + " 200",
+    ),
+    (
+        "api:userquota-detail",
+        "DELETE",
+        "/api/v1/user-quotas/{user_quota}/",
+        None,
+        STAFF_WRITE + " 204",
+    ),
+    # --- API: ClassAds ---------------------------------------------------------------------
+    ("api:sitead-list", "GET", "/api/v1/classads/sites/", None, A),
+    ("api:sitead-list", "POST", "/api/v1/classads/sites/", "SITE_AD", STAFF_WRITE + " 200"),
+    ("api:sitead-detail", "GET", "/api/v1/classads/sites/{site_ad}/", None, A),
+    (
+        "api:sitead-detail",
+        "DELETE",
+        "/api/v1/classads/sites/{site_ad}/",
+        None,
+        STAFF_WRITE + " 204",
+    ),
+    ("api:jobad-list", "GET", "/api/v1/classads/jobs/", None, A),
+    ("api:jobad-list", "POST", "/api/v1/classads/jobs/", {"ad": JOB_AD}, "D 201 201 201 201 201"),
+    (
+        "api:jobad-list",
+        "POST",
+        "/api/v1/classads/jobs/",
+        {"ad": JOB_AD, "owner_group": "lhcb_data"},
+        "D 400 400 400 400 400",
+    ),
+    (
+        "api:jobad-detail",
+        "GET",
+        "/api/v1/classads/jobs/{carol_job_ad}/",
+        None,
+        "D 404 404 200 404 200",
+    ),
+    (
+        "api:jobad-detail",
+        "GET",
+        "/api/v1/classads/jobs/{alice_job_ad}/",
+        None,
+        "D 200 404 404 404 200",
+    ),
+    (
+        "api:jobad-analysis",
+        "GET",
+        "/api/v1/classads/jobs/{carol_job_ad}/analysis/",
+        None,
+        "D 404 404 200 404 200",
+    ),
+    (
+        "api:jobad-release",
+        "POST",
+        "/api/v1/classads/jobs/{carol_job_ad}/release/",
+        None,
+        "D 404 404 409 404 409",
+    ),  # allowed, but the ad is not held
+    (
+        "api:jobad-remove",
+        "POST",
+        "/api/v1/classads/jobs/{alice_job_ad}/remove/",
+        None,
+        "D 200 404 404 404 200",
+    ),
+    (
+        "api:jobad-remove",
+        "POST",
+        "/api/v1/classads/jobs/{carol_job_ad}/remove/",
+        None,
+        "D 404 404 200 404 200",
+    ),
+    # --- API: live parameters and cycles -----------------------------------------------------
+    ("api:parameter-list", "GET", "/api/v1/config/", None, A),
+    ("api:parameter-detail", "GET", f"/api/v1/config/{PARAM}/", None, A),
+    (
+        "api:parameter-detail",
+        "PATCH",
+        f"/api/v1/config/{PARAM}/",
+        {"value": 900},
+        STAFF_WRITE + " 200",
+    ),
+    ("api:parameter-history", "GET", f"/api/v1/config/{PARAM}/history/", None, A),
+    ("api:cyclerun-list", "GET", "/api/v1/cycles/", None, A),
+    ("api:cyclerun-detail", "GET", "/api/v1/cycles/{cycle_run}/", None, A),
+    # --- pages outside the login wall --------------------------------------------------------
+    ("login", "GET", "/login/", None, "200 200 200 200 200 200"),
+    ("logout", "POST", "/logout/", None, "D D D D D D"),  # signed out: the login page
+    ("favicon.ico", "GET", "/favicon.ico", None, "301 301 301 301 301 301"),
+    # The schema and its viewers, like the rest of the API, are for signed-in clients.
+    ("schema", "GET", "/api/schema/", None, A),
+    ("swagger-ui", "GET", "/api/docs/", None, A),
+    ("redoc", "GET", "/api/redoc/", None, A),
+    # The admin keeps its own login: everyone but staff is sent there.
+    ("admin:index", "GET", "/admin/", None, "R R R R R 200"),
+    # --- pages: jobs, TaskQueues, pilots ----------------------------------------------------
+    ("home", "GET", "/", None, A),
+    ("job-list", "GET", "/jobs/", None, A),
+    ("job-submit", "GET", "/jobs/submit/", None, A),
+    ("job-submit", "POST", "/jobs/submit/", {"jdl": "[ CPUTime = 1000; ]"}, "D R R R R R"),
+    ("job-detail", "GET", "/jobs/{alice_job}/", None, "D 200 404 404 404 200"),
+    ("job-detail", "GET", "/jobs/{carol_job}/", None, "D 404 404 200 404 200"),
+    ("job-kill", "POST", "/jobs/{alice_job}/kill/", None, "D R 404 404 404 R"),
+    ("job-kill", "POST", "/jobs/{carol_job}/kill/", None, "D 404 404 R 404 R"),
+    ("job-kill", "GET", "/jobs/{alice_job}/kill/", None, "D 405 405 405 405 405"),
+    ("job-reschedule", "POST", "/jobs/{alice_job}/reschedule/", None, "D R 404 404 404 R"),
+    ("taskqueue-list", "GET", "/taskqueues/", None, A),
+    ("taskqueue-detail", "GET", "/taskqueues/{alice_tq}/", None, "D 200 404 404 404 200"),
+    ("taskqueue-detail", "GET", "/taskqueues/{carol_tq}/", None, "D 404 404 200 404 200"),
+    ("match-resource", "GET", "/taskqueues/match/", None, STAFF_WRITE + " 200"),
+    ("site-list", "GET", "/sites/", None, A),
+    ("pilot-list", "GET", "/pilots/", None, A),
+    ("pilot-detail", "GET", "/pilots/{pilot}/", None, "D 404 404 404 200 200"),
+    ("director", "GET", "/pilots/director/", None, A),
+    # --- pages: shares, parameters, cycles ---------------------------------------------------
+    ("group-list", "GET", "/shares/", None, A),
+    (
+        "group-edit",
+        "POST",
+        "/shares/groups/{lhcb_mc}/",
+        {"job_share": "400", "job_sharing": "on", "comment": "matrix"},
+        STAFF_WRITE + " R",
+    ),
+    (
+        "group-change-revert",
+        "POST",
+        "/shares/changes/{group_change}/revert/",
+        None,
+        STAFF_WRITE + " R",
+    ),
+    ("parameters", "GET", "/config/", None, STAFF_WRITE + " 200"),
+    (
+        "parameters",
+        "POST",
+        "/config/",
+        {"name": PARAM, f"{PARAM}-value": "901", f"{PARAM}-comment": "matrix"},
+        STAFF_WRITE + " R",
+    ),
+    (
+        "parameter-rollback",
+        "POST",
+        f"/config/{PARAM}/rollback/{{param_version}}/",
+        None,
+        STAFF_WRITE + " R",
+    ),
+    ("cycle-runs", "GET", "/config/cycles/", None, A),
+    # --- pages: brokerage ------------------------------------------------------------------
+    ("task-list", "GET", "/brokerage/tasks/", None, A),
+    ("task-submit", "GET", "/brokerage/tasks/submit/", None, A),
+    ("task-detail", "GET", "/brokerage/tasks/{erin_task}/", None, "D 404 404 200 404 200"),
+    ("task-detail", "GET", "/brokerage/tasks/{alice_task}/", None, "D 200 404 404 404 200"),
+    ("queue-weights", "GET", "/brokerage/queues/", None, A),
+    ("nucleus-list", "GET", "/brokerage/nuclei/", None, A),
+    ("nucleus-detail", "GET", "/brokerage/nuclei/{nucleus}/", None, A),
+    ("analysis-user", "GET", "/brokerage/analysis/", None, A),
+    # --- pages: ClassAds -------------------------------------------------------------------
+    ("classads:site-ad-list", "GET", "/classads/", None, A),
+    ("classads:site-ad-detail", "GET", "/classads/sites/{site_ad}/", None, A),
+    ("classads:job-ad-list", "GET", "/classads/jobs/", None, A),
+    (
+        "classads:job-ad-detail",
+        "GET",
+        "/classads/jobs/{carol_job_ad}/",
+        None,
+        "D 404 404 200 404 200",
+    ),
+    (
+        "classads:job-ad-detail",
+        "GET",
+        "/classads/jobs/{alice_job_ad}/",
+        None,
+        "D 200 404 404 404 200",
+    ),
+    (
+        "classads:job-ad-release",
+        "POST",
+        "/classads/jobs/{carol_job_ad}/release/",
+        None,
+        "D 404 404 R 404 R",
+    ),
+    (
+        "classads:job-ad-remove",
+        "POST",
+        "/classads/jobs/{alice_job_ad}/remove/",
+        None,
+        "D R 404 404 404 R",
+    ),
+    ("classads:negotiation", "GET", "/classads/negotiation/", None, A),
+    # --- pages: the simulated grid ------------------------------------------------------------
+    ("simulation-clock", "GET", "/simulation/", None, A),
+    (
+        "simulation-clock-action",
+        "POST",
+        "/simulation/clock/",
+        {"action": "pause"},
+        STAFF_WRITE + " R",
+    ),
+]
+
+
+# --- the shared world -----------------------------------------------------------------------
+
+
+def _build() -> dict:
+    from brokerage.models import (
+        BrokerageRun,
+        Dataset,
+        GlobalShare,
+        NetworkLink,
+        Nucleus,
+        PandaQueue,
+        Storage,
+        UserQuota,
+    )
+    from config import gdpconfig
+    from config.models import ParameterValue
+    from matcher.models import ComputingElement, Job, Site
+    from shares.models import GridGroup, GroupChange
+
+    state = build_demo()
+    users = state["users"]
+    ids = populate(users)
+    ids["alice_tq"] = Job.objects.get(pk=ids["alice_job"]).task_queue_id
+    ids["carol_tq"] = Job.objects.get(pk=ids["carol_job"]).task_queue_id
+    ids["erin_run"] = BrokerageRun.objects.filter(task_id=ids["erin_task"]).first().pk
+    ids["site"] = Site.objects.get(name="LCG.CERN.ch").pk
+    ids["ce"] = ComputingElement.objects.order_by("id").first().pk
+    ids["lhcb_mc"] = GridGroup.objects.get(name="lhcb_mc").pk
+    ids["lhcb_user"] = GridGroup.objects.get(name="lhcb_user").pk
+    ids["group_change"] = GroupChange.objects.filter(group_id=ids["lhcb_user"]).first().pk
+    ids["nucleus"] = Nucleus.objects.order_by("id").first().pk
+    ids["storage"] = Storage.objects.order_by("id").first().pk
+    ids["panda_queue"] = PandaQueue.objects.order_by("id").first().pk
+    ids["link"] = NetworkLink.objects.order_by("id").first().pk
+    ids["dataset"] = (
+        Dataset.objects.order_by("id").first() or Dataset.objects.create(name="matrix.ds")
+    ).pk
+    ids["global_share"] = GlobalShare.objects.create(name="Matrix share", target_pct=1.0).pk
+    ids["user_quota"] = UserQuota.objects.create(user=users["bob"], disk_quota_gb=10.0).pk
+    gdpconfig.set_value(PARAM, 1200, users["admin"], "matrix: a version to roll back to")
+    gdpconfig.set_value(PARAM, 1300, users["admin"], "matrix")
+    ids["param_version"] = ParameterValue.objects.filter(name=PARAM).order_by("version")[0].version
+    from rest_framework.authtoken.models import Token
+
+    state["tokens"] = dict(Token.objects.values_list("user__username", "key"))
+    state["ids"] = ids
+    return state
+
+
+@pytest.fixture(scope="module")
+def matrix_world(django_db_setup, django_db_blocker):
+    with shared_state(django_db_blocker, _build) as state:
+        yield state
+
+
+def _site_ad() -> dict:
+    from classads import semantics
+
+    return {"ad": semantics.SEED_SITE_AD}
+
+
+def _request(state, subject, method, url, body):
+    users, tokens = state["users"], state["tokens"]
+    if url.startswith("/api/v1/"):
+        client = APIClient()
+        if subject != "anonymous":
+            client.credentials(HTTP_AUTHORIZATION=f"Token {tokens[subject]}")
+        kwargs = {"format": "json"} if body is not None else {}
+        return getattr(client, method.lower())(url, body, **kwargs)
+    client = Client()
+    if subject != "anonymous":
+        client.force_login(users[subject])
+    if method == "GET":
+        return client.get(url)
+    return client.generic(method, url) if body is None else client.post(url, body)
+
+
+def _matches(token: str, response, api: bool) -> bool:
+    status = response.status_code
+    if token == "D":
+        if api:
+            return status in (401, 403)
+        return status == 302 and response["Location"].startswith("/login/")
+    if token == "R":
+        return status == 302 and not response["Location"].startswith("/login/")
+    return status in {int(t) for t in token.split("|")}
+
+
+def _key(route: str, name: str | None, namespace: str) -> str:
+    if route.startswith("api/v1/"):
+        return f"api:{name}"
+    return f"{namespace}{name}" if name else route
+
+
+def _walk(patterns, prefix="", namespace=""):
+    for p in patterns:
+        if isinstance(p, URLResolver):
+            ns = namespace + (f"{p.namespace}:" if p.namespace else "")
+            yield from _walk(p.url_patterns, prefix + str(p.pattern), ns)
+        elif isinstance(p, URLPattern):
+            yield prefix + str(p.pattern), p.name, namespace
+
+
+def _routes() -> set[str]:
+    keys = set()
+    for route, name, namespace in _walk(get_resolver().url_patterns):
+        if "(?P<format>" in route or namespace.startswith("admin:"):
+            continue  # format-suffix twins of API routes; the admin's own views (index below)
+        keys.add(_key(route, name, namespace))
+    return keys
+
+
+def _cases():
+    for key, method, url, body, expected in ROWS:
+        tokens = expected.split()
+        assert len(tokens) == len(SUBJECTS), (key, method, url)
+        for subject, token in zip(SUBJECTS, tokens, strict=True):
+            yield pytest.param(
+                key, method, url, body, subject, token, id=f"{subject}-{method} {url}"
+            )
+
+
+def test_every_route_has_an_expectation_for_every_subject():
+    covered = {key for key, *_ in ROWS}
+    missing = _routes() - covered - {"admin:index"}
+    assert not missing, f"routes with no row in the permissions matrix: {sorted(missing)}"
+    assert not covered - _routes() - {"admin:index"}, "rows for routes that do not exist"
+
+
+@pytest.mark.parametrize(("key", "method", "url", "body", "subject", "token"), list(_cases()))
+def test_the_subject_gets_what_the_design_allows(
+    matrix_world, db, key, method, url, body, subject, token
+):
+    url = url.format(**matrix_world["ids"])
+    match = resolve(url.split("?")[0])
+    namespace = ":".join(match.namespaces) + ":" if match.namespaces else ""
+    assert _key(match.route, match.url_name, namespace) == key, (url, match.route)
+    if body == "SITE_AD":
+        body = _site_ad()
+    response = _request(matrix_world, subject, method, url, body)
+    assert _matches(token, response, url.startswith("/api/")), (
+        subject,
+        method,
+        url,
+        token,
+        response.status_code,
+        response.get("Location"),
+        getattr(response, "data", None) or response.content[:300],
+    )
+
+
+# --- what each subject sees in the lists ------------------------------------------------------
+
+VISIBLE = {
+    # the objects of the shared world each subject finds in the list (among the named ones)
+    "/api/v1/jobs/": {
+        "alice": {"alice_job"},
+        "bob": {"bob_job"},
+        "erin": {"carol_job"},
+        "pilot": set(),
+        "admin": {"alice_job", "bob_job", "carol_job", "carol_user_job", "dave_job", "admin_job"},
+    },
+    "/api/v1/tasks/": {
+        "alice": {"alice_task"},
+        "bob": set(),
+        "erin": {"erin_task"},
+        "pilot": set(),
+        "admin": {"alice_task", "erin_task"},
+    },
+    "/api/v1/classads/jobs/": {
+        "alice": {"alice_job_ad"},
+        "bob": set(),
+        "erin": {"carol_job_ad"},
+        "pilot": set(),
+        "admin": {"alice_job_ad", "carol_job_ad"},
+    },
+    "/api/v1/pilots/": {
+        "alice": set(),
+        "bob": set(),
+        "erin": set(),
+        "pilot": {"pilot"},
+        "admin": {"pilot"},
+    },
+    "/api/v1/task-queues/": {
+        "alice": {"alice_tq"},
+        "bob": set(),
+        "erin": {"carol_tq"},
+        "pilot": set(),
+        "admin": {"alice_tq", "carol_tq"},
+    },
+}
+
+
+@pytest.mark.parametrize("subject", SUBJECTS[1:])
+@pytest.mark.parametrize("url", sorted(VISIBLE))
+def test_a_list_shows_the_subject_exactly_what_it_may_see(matrix_world, db, url, subject):
+    ids = matrix_world["ids"]
+    names = {ids[n]: n for n in {n for s in VISIBLE[url].values() for n in s}}
+    response = _request(matrix_world, subject, "GET", url, None)
+    assert response.status_code == 200
+    shown = {row["id"] for row in response.data["results"]}
+    assert {names[i] for i in shown if i in names} == VISIBLE[url][subject]
+
+
+@pytest.mark.parametrize("subject", ["alice", "bob", "erin"])
+def test_a_users_credential_matching_as_a_pilot_gets_only_jobs_it_may_act_on(
+    matrix_world, db, subject
+):
+    """A private pilot of a user takes the user's jobs and, as in DIRAC, those of its
+    JobSharing groups (erin's takes carol's lhcb_mc job), never anyone else's."""
+    from matcher.models import Job
+
+    body = {"site": "LCG.CERN.ch", "cpu_time": 10**6, "tag": [], "pilot_reference": "own"}
+    user = matrix_world["users"][subject]
+    waiting = Job.objects.filter(status="activated")
+    assert waiting.exclude(owner=user).exists()  # others' jobs are there to be taken
+    taken = []
+    for _ in range(waiting.count() + 1):
+        response = _request(matrix_world, subject, "POST", "/api/v1/match/", body)
+        if response.status_code == 204:
+            break
+        assert response.status_code == 200
+        taken.append(response.data["id"])
+    assert taken, "the user's waiting job was not given to its own pilot"
+    sharing = set(user.visible_group_ids())
+    for owner, group in Job.objects.filter(pk__in=taken).values_list("owner", "owner_group"):
+        assert owner == user.pk or group in sharing, (subject, owner, group)
