@@ -6,4 +6,4 @@ class BrokerageConfig(AppConfig):
     verbose_name = "PanDA brokerage"
 
     def ready(self) -> None:
-        from brokerage import params, services  # noqa: F401  (params, cycles)
+        from brokerage import params, params_timeouts, services, timeout_services  # noqa: F401

@@ -10,4 +10,5 @@ SCHEDULES = {
     "job_brokerage": 1,
     "negotiator": 1,
     "matchmaker_monitor": 2,
+    "timeouts": 5,
 }

@@ -1,0 +1,544 @@
+"""The timeouts cycle (every 5 minutes): scan the jobs once for every rule, act in bulk.
+
+A job's queue: for matched states (sent … transferring) the first queue (by name) of the site
+it was matched at, as `brokerage.services.queue_counts` counts it; for waiting states its
+TaskJob.queue. A plain DIRAC job waiting in a TaskQueue has no queue: only the rules that need
+none apply to it.
+
+The cycle is set-based: one aggregate query (job starts per site), one aggregate over the task
+jobs (fast rebrokerage counts), one scan whose WHERE is the OR of every rule's (state, age)
+condition with the paused / disableReassign queues left out, then a handful of bulk statements
+for the actions. Python only sees the candidates, and `brokerage.timeouts.fired` decides which
+rule each one hit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import Count, Max, Q
+from django.db.models.functions import Coalesce
+
+from brokerage import timeouts as rules
+from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus, TimeoutAction
+from config import clock, gdpconfig
+from config.cycles import cycle
+from matcher import services as job_services
+from matcher.models import Job, JobStatus, JobStatusHistory, TaskQueueJob
+
+CHUNK = 5000
+PARAMS = (
+    "TIMEOUT_pending",
+    "TIMEOUT_defined",
+    "TIMEOUT_assigned",
+    "TIMEOUT_throttled",
+    "TIMEOUT_activated",
+    "TIMEOUT_activated_inactive_pq",
+    "TIMEOUT_sent",
+    "TIMEOUT_running",
+    "TIMEOUT_holding_high_prio",
+    "TIMEOUT_holding",
+    "HEARTBEAT_TIMEOUT",
+    "TIMEOUT_HIGH_PRIORITY",
+    "INACTIVE_PQ_HOURS",
+    "transtimehi",
+    "transtimelo",
+)
+
+
+@dataclass
+class World:
+    """The queues as the rules see them, and how jobs map onto them."""
+
+    queues: dict[int, rules.QueueView]
+    site_queue: dict[str, int]  # site name -> its first queue
+    queue_site: dict[int, str]
+    limits: rules.Limits
+
+    def queue_of(self, status: str, site: str, tj_queue: int | None) -> int | None:
+        if status in rules.MATCHED_STATES:
+            return self.site_queue.get(site)
+        return tj_queue
+
+    def view(self, qid: int | None) -> rules.QueueView | None:
+        return self.queues.get(qid) if qid is not None else None
+
+
+def load_limits(workflows) -> rules.Limits:
+    values = {name: gdpconfig.get(name) for name in PARAMS}
+    overrides = {}
+    for w in sorted(set(workflows)):
+        if w:
+            v = gdpconfig.family_value("HEARTBEAT_TIMEOUT_<workflow>", w)
+            if v is not None:
+                overrides[w] = v
+    return rules.Limits.from_params(values, overrides)
+
+
+def last_starts() -> dict[str, datetime]:
+    """The latest start per site, read from the jobs (as the brokerage's load_queues does)."""
+    return dict(
+        Job.objects.filter(status__in=(JobStatus.STARTING, JobStatus.RUNNING))
+        .values_list("site")
+        .annotate(t=Max("status_changed"))
+        .order_by()
+    )
+
+
+def load_world(starts: dict[str, datetime] | None = None) -> World:
+    rows = list(
+        PandaQueue.objects.order_by("name").values_list(
+            "pk", "name", "site__name", "status", "catchall", "workflow", "last_start", "num_slots"
+        )
+    )
+    starts = last_starts() if starts is None else starts
+    queues, site_queue, queue_site = {}, {}, {}
+    for pk, name, site, status, catchall, workflow, last_start, num_slots in rows:
+        seen = starts.get(site)
+        latest = max((t for t in (last_start, seen) if t is not None), default=None)
+        queues[pk] = rules.QueueView(name, status, catchall, workflow, latest, num_slots)
+        site_queue.setdefault(site, pk)
+        queue_site[pk] = site
+    limits = load_limits(q.workflow for q in queues.values())
+    return World(queues, site_queue, queue_site, limits)
+
+
+# --- the scan -----------------------------------------------------------------------------------
+
+
+def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
+    """The OR of every rule's condition, exact for the job columns and the queues (a superset
+    only where `fired` must still choose between rules)."""
+    lim = world.limits
+    hp = lim.high_priority
+
+    def older(rule_param: str) -> datetime:
+        return now - timedelta(seconds=lim.seconds[rule_param])
+
+    exempt_sites = [s for s, q in world.site_queue.items() if world.queues[q].exempt]
+    exempt_qids = [q for q, v in world.queues.items() if v.exempt]
+    idle = timedelta(seconds=lim.inactive_idle)
+    inactive_qids = [q for q, v in world.queues.items() if not v.exempt and v.inactive(now, idle)]
+    inactive_sites = [s for s, q in world.site_queue.items() if q in set(inactive_qids)]
+
+    cond = Q()
+    for rule in rules.RULES:
+        if rule.since != rules.STATE or rule.name == "inactive_queue":
+            continue
+        c = Q(status__in=rule.states, status_changed__lt=older(rule.param))
+        if rule.name in ("holding_high", "transferring_high"):
+            c &= Q(current_priority__gte=hp)
+        elif rule.name in ("holding", "transferring"):
+            c &= Q(current_priority__lt=hp)
+        cond |= c
+    cut = older("TIMEOUT_activated_inactive_pq")
+    high = Q(current_priority__gte=hp, status_changed__lt=cut)
+    if inactive_qids:
+        in_queues = TaskJob.objects.filter(queue_id__in=inactive_qids).values("job_id")
+        cond |= high & Q(status=JobStatus.ACTIVATED, pk__in=in_queues)
+    if inactive_sites:
+        cond |= high & Q(status=JobStatus.STARTING, site__in=inactive_sites)
+
+    # Heartbeats: one branch per distinct limit, by the sites whose first queue has it.
+    by_limit: dict[float, list[str]] = defaultdict(list)
+    for site, qid in world.site_queue.items():
+        wf = world.queues[qid].workflow
+        if wf in lim.heartbeat_by_workflow:
+            by_limit[lim.heartbeat_by_workflow[wf]].append(site)
+    override_sites = [s for sites in by_limit.values() for s in sites]
+    beat = Coalesce("heartbeat", "status_changed")
+    default_cut = now - timedelta(seconds=lim.seconds["HEARTBEAT_TIMEOUT"])
+    default_beat = Q(status__in=("running", "starting"), last_word__lt=default_cut)
+    cond |= default_beat & ~Q(site__in=override_sites) if override_sites else default_beat
+    for limit, sites in by_limit.items():
+        cut = now - timedelta(seconds=limit)
+        cond |= Q(status__in=("running", "starting"), last_word__lt=cut, site__in=sites)
+        cond |= Q(status="transferring", last_word__lt=cut, site__in=sites) & ~Q(sub_status="")
+
+    if exempt_sites:
+        cond &= ~Q(status__in=rules.MATCHED_STATES, site__in=exempt_sites)
+    if exempt_qids:
+        at_exempt = TaskJob.objects.filter(queue_id__in=exempt_qids).values("job_id")
+        cond &= ~Q(status__in=rules.WAITING_STATES, pk__in=at_exempt)
+    return cond, beat
+
+
+@dataclass
+class Candidate:
+    id: int
+    status: str
+    site: str
+    status_changed: datetime
+    heartbeat: datetime | None
+    current_priority: int
+    sub_status: str
+    reschedule_count: int
+    queue_id: int | None = None  # TaskJob.queue
+    task_id: int | None = None
+    gshare: str | None = None
+
+
+def scan(world: World, now: datetime, limit: int | None = None) -> list[Candidate]:
+    cond, beat = candidate_filter(world, now)
+    qs = (
+        Job.objects.annotate(last_word=beat)
+        .filter(cond)
+        .order_by()
+        .values_list(
+            "pk",
+            "status",
+            "site",
+            "status_changed",
+            "heartbeat",
+            "current_priority",
+            "sub_status",
+            "reschedule_count",
+        )
+    )
+    if limit is not None:
+        qs = qs[:limit]
+    found = [Candidate(*row) for row in qs]
+    by_id = {c.id: c for c in found}
+    ids = list(by_id)
+    for start in range(0, len(ids), CHUNK):
+        for job_id, qid, task_id, gshare in TaskJob.objects.filter(
+            job_id__in=ids[start : start + CHUNK]
+        ).values_list("job_id", "queue_id", "task_id", "task__gshare"):
+            c = by_id[job_id]
+            c.queue_id, c.task_id, c.gshare = qid, task_id, gshare
+    return found
+
+
+def job_view(c: Candidate) -> rules.JobView:
+    return rules.JobView(
+        c.status, c.status_changed, c.heartbeat, c.current_priority, c.sub_status or ""
+    )
+
+
+# --- fast rebrokerage ---------------------------------------------------------------------------
+
+
+def fast_rebro_counts(world: World) -> dict[tuple[int, str], Counter]:
+    """{(queue, gshare): Counter(nq=…, nr=…)} over the task jobs."""
+    counts: dict[tuple[int, str], Counter] = defaultdict(Counter)
+    rows = (
+        TaskJob.objects.filter(job__status__in=(*rules.FAST_REBRO_STATES, JobStatus.RUNNING))
+        .values_list("job__status", "job__site", "queue_id", "task__gshare")
+        .annotate(n=Count("*"))
+        .order_by()
+    )
+    for status, site, tj_queue, gshare, n in rows:
+        qid = world.queue_of(status, site, tj_queue)
+        if qid is None:
+            continue
+        counts[(qid, gshare)]["nr" if status == JobStatus.RUNNING else "nq"] += n
+    return counts
+
+
+def fast_rebro_decisions(world: World, counts, acted: list[Candidate]) -> dict:
+    """{(queue, gshare): FastRebro} for every pair with an excess, after removing the jobs the
+    timeout rules act on in this cycle."""
+    counts = {k: Counter(v) for k, v in counts.items()}
+    for c in acted:
+        if c.gshare is None:
+            continue
+        qid = world.queue_of(c.status, c.site, c.queue_id)
+        if qid is None or (qid, c.gshare) not in counts:
+            continue
+        key = "nr" if c.status == JobStatus.RUNNING else "nq"
+        if key == "nq" and c.status not in rules.FAST_REBRO_STATES:
+            continue
+        counts[(qid, c.gshare)][key] -= 1
+    totals: Counter = Counter()
+    for (_q, g), c in counts.items():
+        totals[g] += c["nq"]
+    ratio = gdpconfig.get("FAST_REBRO_THRESHOLD_NQNR_RATIO")
+    frac = gdpconfig.get("FAST_REBRO_THRESHOLD_NQUEUE_FRAC")
+    out = {}
+    limit_of: dict[str, int | None] = {}
+    for (qid, g), c in sorted(counts.items()):
+        queue = world.queues[qid]
+        if queue.exempt:
+            continue
+        if g not in limit_of:
+            limit_of[g] = gdpconfig.family_value("FAST_REBRO_THRESHOLD_NQUEUE_<gshare>", g)
+        decision = rules.fast_rebrokerage(
+            c["nq"], c["nr"], totals[g], ratio, frac, limit_of[g], queue.num_slots
+        )
+        if decision.excess > 0:
+            out[(qid, g)] = decision
+    return out
+
+
+def fast_rebro_jobs(world: World, qid: int, gshare: str, excess: int, skip: set[int]) -> list:
+    """The `excess` jobs to take away: the least advanced first (defined, assigned, activated,
+    then starting), the oldest (lowest id) first within a state."""
+    out: list[Candidate] = []
+    fields = (
+        "job_id",
+        "job__status",
+        "job__site",
+        "job__status_changed",
+        "job__heartbeat",
+        "job__current_priority",
+        "job__sub_status",
+        "job__reschedule_count",
+        "queue_id",
+        "task_id",
+    )
+    for status in rules.FAST_REBRO_STATES:
+        want = excess - len(out)
+        if want <= 0:
+            break
+        qs = TaskJob.objects.filter(task__gshare=gshare, job__status=status)
+        if status in rules.MATCHED_STATES:
+            qs = qs.filter(job__site=world.queue_site[qid])
+        else:
+            qs = qs.filter(queue_id=qid)
+        if skip:
+            qs = qs.exclude(job_id__in=skip)
+        for row in qs.order_by("job_id").values_list(*fields)[:want]:
+            c = Candidate(*row[:8], queue_id=row[8], task_id=row[9], gshare=gshare)
+            out.append(c)
+    return out
+
+
+# --- actions ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Planned:
+    job: Candidate
+    rule: str
+    action: str
+    reason: str
+    queue: str
+
+
+def _chunks(ids):
+    ids = list(ids)
+    for start in range(0, len(ids), CHUNK):
+        yield ids[start : start + CHUNK]
+
+
+def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
+    """Carry the actions out in one transaction; returns counts per rule and per outcome.
+
+    Lock order as the matcher's claim: TaskQueue memberships first, then the jobs. A job that
+    changed since the scan (a pilot reported, a user killed it) is left alone."""
+    if not planned:
+        return Counter()
+    by_id = {p.job.id: p for p in planned}
+    ids = sorted(by_id)
+    counts: Counter = Counter()
+    tq_touched: set[int] = set()
+    with transaction.atomic():
+        members = {}
+        for part in _chunks(ids):
+            for job_id, tq, prio in (
+                TaskQueueJob.objects.select_for_update()
+                .filter(job_id__in=part)
+                .order_by("job_id")
+                .values_list("job_id", "task_queue_id", "user_priority")
+            ):
+                members[job_id] = (tq, prio)
+        current = {}
+        for part in _chunks(ids):
+            for row in (
+                Job.objects.select_for_update()
+                .filter(pk__in=part)
+                .order_by("pk")
+                .values_list("pk", "status", "status_changed", "heartbeat")
+            ):
+                current[row[0]] = row[1:]
+        keep = [
+            i
+            for i in ids
+            if current.get(i)
+            == (by_id[i].job.status, by_id[i].job.status_changed, by_id[i].job.heartbeat)
+        ]
+        counts["changed_meanwhile"] = len(ids) - len(keep)
+
+        leaving = [i for i in keep if i in members]
+        deltas = Counter()
+        for i in leaving:
+            deltas[members[i]] -= 1
+            tq_touched.add(members[i][0])
+        for part in _chunks(leaving):
+            TaskQueueJob.objects.filter(job_id__in=part).delete()
+        job_services.add_to_counts(deltas)
+
+        limit = gdpconfig.get("MaxRescheduling")
+        groups: dict[tuple, list[int]] = defaultdict(list)  # (to, reason, clear) -> ids
+        rebroker_tasks: set[int] = set()
+        task_jobs: list[int] = []
+        reschedule: list[int] = []
+        moves = []
+        for i in keep:
+            p = by_id[i]
+            if p.action == rules.REBROKER and p.job.task_id is not None:
+                to = JobStatus.DEFINED
+                rebroker_tasks.add(p.job.task_id)
+                task_jobs.append(i)
+                groups[(to, p.reason, True)].append(i)
+            elif p.action == rules.REBROKER and p.job.reschedule_count < limit:
+                to = JobStatus.ACTIVATED
+                reschedule.append(i)
+            elif p.action == rules.REBROKER:
+                to = JobStatus.FAILED
+                p.reason = f"{p.reason}; MaxRescheduling ({limit}) reached"[:255]
+                groups[(to, p.reason, False)].append(i)
+            else:
+                to = rules.TO_STATUS[p.action]
+                groups[(to, p.reason, False)].append(i)
+            moves.append((i, p.job.status, to))
+            counts[p.rule] += 1
+            counts[f"to_{to}"] += 1
+        for (to, reason, clear), job_ids in groups.items():
+            fields = {"status": to, "status_reason": reason[:255], "status_changed": now}
+            if clear:
+                fields.update(site="", grid_ce="", pilot_reference="", heartbeat=None)
+            for part in _chunks(job_ids):
+                Job.objects.filter(pk__in=part).update(**fields)
+        for part in _chunks(task_jobs):
+            # Back through brokerage from scratch: no queue counts the job until it is placed.
+            TaskJob.objects.filter(job_id__in=part).update(queue=None)
+        if rebroker_tasks:
+            Task.objects.filter(
+                pk__in=rebroker_tasks, status__in=(TaskStatus.RUNNING, TaskStatus.PENDING)
+            ).update(
+                status=TaskStatus.READY,
+                status_reason="jobs re-brokered by the timeout rules",
+                retry_after=None,
+                modified=now,
+            )
+        if reschedule:
+            tq_touched |= _reschedule(reschedule, by_id, now)
+        history, actions = [], []
+        for i, from_status, to in moves:
+            p = by_id[i]
+            history.append((i, from_status, to, p.reason[:255]))
+            actions.append(
+                TimeoutAction(
+                    cycle_run=run_id,
+                    at=now,
+                    rule=p.rule,
+                    job_id=i,
+                    from_status=from_status,
+                    to_status=to,
+                    queue=p.queue,
+                    reason=p.reason[:255],
+                )
+            )
+        at = connection.ops.adapt_datetimefield_value(now)
+        with connection.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {JobStatusHistory._meta.db_table} "
+                "(job_id, at, from_status, to_status, reason) VALUES (%s, %s, %s, %s, %s)",
+                [(i, at, f, t, r) for i, f, t, r in history],
+            )
+        TimeoutAction.objects.bulk_create(actions, batch_size=2000)
+    if tq_touched:
+        job_services._housekeeping(job_services.drop_empty_taskqueues, tq_touched)
+    return counts
+
+
+def _reschedule(ids: list[int], by_id: dict, now: datetime) -> set[int]:
+    """Plain DIRAC jobs back into the TaskQueue of their definition, as `reschedule_job` does."""
+    segments = gdpconfig.get("CPUSegments")
+    jobs = list(Job.objects.filter(pk__in=ids).order_by("pk"))
+    tqs = job_services.taskqueues_for([job_services.job_definition(j, segments) for j in jobs])
+    old = {j.task_queue_id for j in jobs if j.task_queue_id}
+    TaskQueueJob.objects.bulk_create(
+        [
+            TaskQueueJob(job_id=j.pk, task_queue_id=tq.pk, user_priority=j.user_priority)
+            for j, tq in zip(jobs, tqs, strict=True)
+        ]
+    )
+    job_services.add_to_counts(
+        Counter((tq.pk, j.user_priority) for j, tq in zip(jobs, tqs, strict=True))
+    )
+    for j, tq in zip(jobs, tqs, strict=True):
+        p = by_id[j.pk]
+        reason = f"{p.reason}; rescheduled into TaskQueue {tq.pk}"[:255]
+        p.reason = reason
+        Job.objects.filter(pk=j.pk).update(
+            status=JobStatus.ACTIVATED,
+            status_reason=reason,
+            status_changed=now,
+            task_queue_id=tq.pk,
+            site="",
+            grid_ce="",
+            pilot_reference="",
+            heartbeat=None,
+            reschedule_count=j.reschedule_count + 1,
+        )
+    return old - {tq.pk for tq in tqs}
+
+
+# --- the cycle ----------------------------------------------------------------------------------
+
+
+def plan(world: World, now: datetime, candidates: list[Candidate]) -> list[Planned]:
+    out = []
+    for c in candidates:
+        qid = world.queue_of(c.status, c.site, c.queue_id)
+        queue = world.view(qid)
+        d = rules.fired(job_view(c), queue, now, world.limits)
+        if d is None:
+            continue
+        out.append(Planned(c, d.rule.name, d.rule.action, d.reason, queue.name if queue else ""))
+    return out
+
+
+def fast_rebro_reason(g: str, f: rules.FastRebro) -> str:
+    v = f.values
+    return (
+        f"timeout: fast rebrokerage of {f.excess} ({g}: nQueue {v['nq']} > "
+        f"{v['ratio']:g} × nRun {v['nr']}, > {v['frac']:g} × {v['nq_total']}, > "
+        f"FAST_REBRO_THRESHOLD_NQUEUE_{g} {v['limit']})"
+    )[:255]
+
+
+@cycle("timeouts")
+def timeouts_cycle(run_id=None) -> dict:
+    """Apply every timeout rule and fast rebrokerage once; returns counts per rule."""
+    from brokerage.services import _current_run_id
+
+    run_id = run_id or _current_run_id("timeouts")
+    now = clock.now()
+    world = load_world()
+    planned = plan(world, now, scan(world, now))
+    acted = {p.job.id for p in planned}
+    decisions = fast_rebro_decisions(world, fast_rebro_counts(world), [p.job for p in planned])
+    for (qid, g), decision in decisions.items():
+        reason = fast_rebro_reason(g, decision)
+        for c in fast_rebro_jobs(world, qid, g, decision.excess, acted):
+            acted.add(c.id)
+            planned.append(
+                Planned(c, "fast_rebrokerage", rules.REBROKER, reason, world.queues[qid].name)
+            )
+    counts = apply(planned, now, run_id)
+    return {
+        "candidates": len(planned),
+        "acted": sum(counts[r] for r in rules.RULE_NAMES),
+        **{k: v for k, v in sorted(counts.items()) if v},
+    }
+
+
+def approaching(horizon_s: float, now: datetime | None = None, limit: int = 20000) -> list:
+    """[(rule, seconds left)] for jobs a rule will time out within `horizon_s` (the page's
+    histogram): the same scan, run as if the clock were `horizon_s` later."""
+    now = now or clock.now()
+    world = load_world()
+    later = now + timedelta(seconds=horizon_s)
+    out = []
+    for c in scan(world, later, limit=limit):
+        queue = world.view(world.queue_of(c.status, c.site, c.queue_id))
+        d = rules.first_deadline(job_view(c), queue, now, world.limits)
+        if d is not None and d.at <= later:
+            out.append((d.rule.name, (d.at - now).total_seconds()))
+    return out
