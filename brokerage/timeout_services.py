@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, F, Max, Q
 from django.db.models.functions import Coalesce
 
 from brokerage import timeouts as rules
@@ -461,21 +461,25 @@ def _reschedule(ids: list[int], by_id: dict, now: datetime) -> set[int]:
     job_services.add_to_counts(
         Counter((tq.pk, j.user_priority) for j, tq in zip(jobs, tqs, strict=True))
     )
+    by_tq: dict[int, list[int]] = defaultdict(list)
     for j, tq in zip(jobs, tqs, strict=True):
-        p = by_id[j.pk]
-        reason = f"{p.reason}; rescheduled into TaskQueue {tq.pk}"[:255]
-        p.reason = reason
-        Job.objects.filter(pk=j.pk).update(
-            status=JobStatus.ACTIVATED,
-            status_reason=reason,
-            status_changed=now,
-            task_queue_id=tq.pk,
-            site="",
-            grid_ce="",
-            pilot_reference="",
-            heartbeat=None,
-            reschedule_count=j.reschedule_count + 1,
-        )
+        by_tq[tq.pk].append(j.pk)
+    for tq_id, job_ids in by_tq.items():
+        for i in job_ids:
+            by_id[i].reason = f"{by_id[i].reason}; rescheduled into TaskQueue {tq_id}"[:255]
+        for part in _chunks(job_ids):
+            # One reason per (rule, TaskQueue): the rule's text is the same for the group.
+            Job.objects.filter(pk__in=part).update(
+                status=JobStatus.ACTIVATED,
+                status_reason=by_id[part[0]].reason,
+                status_changed=now,
+                task_queue_id=tq_id,
+                site="",
+                grid_ce="",
+                pilot_reference="",
+                heartbeat=None,
+                reschedule_count=F("reschedule_count") + 1,
+            )
     return old - {tq.pk for tq in tqs}
 
 
