@@ -67,7 +67,8 @@ def mix_sql(vendor: str, sites: list[str]) -> str:
     def ago(seconds_expr: str) -> str:
         if vendor == "postgresql":
             return f"(%(now)s::timestamptz - make_interval(secs => {seconds_expr}))"
-        return f"strftime('%%Y-%%m-%%d %%H:%%M:%%f', %(now)s, '-' || ({seconds_expr}) || ' seconds')"
+        fmt = "'%%Y-%%m-%%d %%H:%%M:%%f'"
+        return f"strftime({fmt}, %(now)s, '-' || ({seconds_expr}) || ' seconds')"
 
     sql = (
         f"UPDATE {Job._meta.db_table} SET status = {status}, "

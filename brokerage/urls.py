@@ -9,4 +9,5 @@ urlpatterns = [
     path("queues/", views.queue_weights, name="queue-weights"),
     path("nuclei/", views.nucleus_list, name="nucleus-list"),
     path("nuclei/<int:pk>/", views.nucleus_detail, name="nucleus-detail"),
+    path("timeouts/", views.timeouts, name="timeouts"),
 ]
