@@ -29,7 +29,7 @@ def timed_out(make_task, submit):  # noqa: F811
 
 
 def test_the_page_shows_both_charts_the_rules_and_the_jobs_that_timed_out(users, timed_out):
-    sent, running, alice = timed_out
+    sent, _running, alice = timed_out
     r = client_for(users["admin"]).get("/brokerage/timeouts/")
     assert r.status_code == 200
     html = r.content.decode()
