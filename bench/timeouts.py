@@ -41,6 +41,25 @@ MIX = [
 ]
 
 
+class DBTimer:
+    """A connection execute wrapper adding up the time per statement (--db-statements)."""
+
+    def __init__(self):
+        self.by_statement: dict[str, float] = {}
+
+    def __call__(self, execute, sql, params, many, context):
+        t0 = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            head = sql[:100]
+            self.by_statement[head] = self.by_statement.get(head, 0.0) + time.perf_counter() - t0
+
+    def top(self, n=10) -> list:
+        rows = sorted(self.by_statement.items(), key=lambda kv: -kv[1])[:n]
+        return [[round(t, 3), sql] for sql, t in rows]
+
+
 def mix_sql(vendor: str, sites: list[str]) -> str:
     from matcher.models import Job
 
@@ -169,6 +188,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--jobs", type=int, help="override the number of jobs of the scale")
+    parser.add_argument(
+        "--db-statements", action="store_true", help="print the costliest statements to stderr"
+    )
+    parser.add_argument("--profile", action="store_true", help="cProfile the cycle to stderr")
     args = parser.parse_args()
     n = args.jobs if args.jobs is not None else SCALES[args.scale]
 
@@ -180,9 +203,22 @@ def main() -> None:
 
         setup = build(n)
         print(json.dumps({"setup": setup, "jobs": n}), file=sys.stderr)
+        timer = DBTimer()
         t0 = time.perf_counter()
-        counts = timeouts_cycle()
+        with connection.execute_wrapper(timer):
+            if args.profile:
+                import cProfile
+                import pstats
+
+                with cProfile.Profile() as prof:
+                    counts = timeouts_cycle()
+            else:
+                counts = timeouts_cycle()
         elapsed = time.perf_counter() - t0
+        if args.profile:
+            pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(35)
+        if args.db_statements:
+            print(json.dumps({"top": timer.top()}, indent=1), file=sys.stderr)
         t0 = time.perf_counter()
         again = timeouts_cycle()
         second = time.perf_counter() - t0

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Count, F, Max, Q
+from django.db.models import Count, Max, Q
 from django.db.models.functions import Coalesce
 
 from brokerage import timeouts as rules
@@ -27,7 +27,7 @@ from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus, TimeoutActio
 from config import clock, gdpconfig
 from config.cycles import cycle
 from matcher import services as job_services
-from matcher.models import Job, JobStatus, JobStatusHistory, TaskQueueJob
+from matcher.models import MULTI_VALUED_FIELDS, Job, JobStatus, JobStatusHistory, TaskQueueJob
 
 CHUNK = 5000
 PARAMS = (
@@ -372,7 +372,8 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
         job_services.add_to_counts(deltas)
 
         limit = gdpconfig.get("MaxRescheduling")
-        groups: dict[tuple, list[int]] = defaultdict(list)  # (to, reason, clear) -> ids
+        # (clear the match, reschedule) -> [(id, to, reason, TaskQueue)]
+        updates: dict[tuple[bool, bool], list[tuple]] = defaultdict(list)
         rebroker_tasks: set[int] = set()
         task_jobs: list[int] = []
         reschedule: list[int] = []
@@ -383,26 +384,26 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
                 to = JobStatus.DEFINED
                 rebroker_tasks.add(p.job.task_id)
                 task_jobs.append(i)
-                groups[(to, p.reason, True)].append(i)
+                updates[(True, False)].append((i, to, p.reason, None))
             elif p.action == rules.REBROKER and p.job.reschedule_count < limit:
                 to = JobStatus.ACTIVATED
                 reschedule.append(i)
             elif p.action == rules.REBROKER:
                 to = JobStatus.FAILED
                 p.reason = f"{p.reason}; MaxRescheduling ({limit}) reached"[:255]
-                groups[(to, p.reason, False)].append(i)
+                updates[(False, False)].append((i, to, p.reason, None))
             else:
                 to = rules.TO_STATUS[p.action]
-                groups[(to, p.reason, False)].append(i)
+                updates[(False, False)].append((i, to, p.reason, None))
             moves.append((i, p.job.status, to))
             counts[p.rule] += 1
             counts[f"to_{to}"] += 1
-        for (to, reason, clear), job_ids in groups.items():
-            fields = {"status": to, "status_reason": reason[:255], "status_changed": now}
-            if clear:
-                fields.update(site="", grid_ce="", pilot_reference="", heartbeat=None)
-            for part in _chunks(job_ids):
-                Job.objects.filter(pk__in=part).update(**fields)
+        if reschedule:
+            rows, dropped = _reschedule(reschedule, by_id)
+            updates[(True, True)] = rows
+            tq_touched |= dropped
+        for (clear, resched), rows in updates.items():
+            _update_jobs(rows, now, clear, resched)
         for part in _chunks(task_jobs):
             # Back through brokerage from scratch: no queue counts the job until it is placed.
             TaskJob.objects.filter(job_id__in=part).update(queue=None)
@@ -415,72 +416,117 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
                 retry_after=None,
                 modified=now,
             )
-        if reschedule:
-            tq_touched |= _reschedule(reschedule, by_id, now)
         history, actions = [], []
         for i, from_status, to in moves:
             p = by_id[i]
-            history.append((i, from_status, to, p.reason[:255]))
-            actions.append(
-                TimeoutAction(
-                    cycle_run=run_id,
-                    at=now,
-                    rule=p.rule,
-                    job_id=i,
-                    from_status=from_status,
-                    to_status=to,
-                    queue=p.queue,
-                    reason=p.reason[:255],
-                )
-            )
-        at = connection.ops.adapt_datetimefield_value(now)
-        with connection.cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO {JobStatusHistory._meta.db_table} "
-                "(job_id, at, from_status, to_status, reason) VALUES (%s, %s, %s, %s, %s)",
-                [(i, at, f, t, r) for i, f, t, r in history],
-            )
-        TimeoutAction.objects.bulk_create(actions, batch_size=2000)
+            reason = p.reason[:255]
+            history.append((i, now, from_status, to, reason))
+            actions.append((run_id, now, p.rule, i, from_status, to, p.queue[:128], reason))
+        _insert(
+            JobStatusHistory._meta.db_table,
+            ["job_id", "at", "from_status", "to_status", "reason"],
+            ["bigint", "timestamptz", "text", "text", "text"],
+            history,
+        )
+        _insert(
+            TimeoutAction._meta.db_table,
+            ["cycle_run", "at", "rule", "job_id", "from_status", "to_status", "queue", "reason"],
+            ["bigint", "timestamptz", "text", "bigint", "text", "text", "text", "text"],
+            actions,
+        )
     if tq_touched:
         job_services._housekeeping(job_services.drop_empty_taskqueues, tq_touched)
     return counts
 
 
-def _reschedule(ids: list[int], by_id: dict, now: datetime) -> set[int]:
-    """Plain DIRAC jobs back into the TaskQueue of their definition, as `reschedule_job` does."""
+def _reschedule(ids: list[int], by_id: dict) -> tuple[list[tuple], set[int]]:
+    """Plain DIRAC jobs back into the TaskQueue of their definition, as `reschedule_job` does:
+    the memberships and counts now, the job rows [(id, to, reason, TaskQueue)] for the caller;
+    also the TaskQueues they left that may now be empty."""
     segments = gdpconfig.get("CPUSegments")
-    jobs = list(Job.objects.filter(pk__in=ids).order_by("pk"))
+    jobs = list(
+        Job.objects.filter(pk__in=ids)
+        .order_by("pk")
+        .only(
+            "owner_id",
+            "owner_group_id",
+            "setup",
+            "cpu_time",
+            "user_priority",
+            "task_queue_id",
+            *MULTI_VALUED_FIELDS,
+        )
+    )
     tqs = job_services.taskqueues_for([job_services.job_definition(j, segments) for j in jobs])
+    pairs = list(zip(jobs, tqs, strict=True))
+    _insert(
+        TaskQueueJob._meta.db_table,
+        ["job_id", "task_queue_id", "user_priority"],
+        ["bigint", "bigint", "integer"],
+        [(j.pk, tq.pk, j.user_priority) for j, tq in pairs],
+    )
+    job_services.add_to_counts(Counter((tq.pk, j.user_priority) for j, tq in pairs))
+    rows = []
+    for j, tq in pairs:
+        p = by_id[j.pk]
+        p.reason = f"{p.reason}; rescheduled into TaskQueue {tq.pk}"[:255]
+        rows.append((j.pk, JobStatus.ACTIVATED, p.reason, tq.pk))
     old = {j.task_queue_id for j in jobs if j.task_queue_id}
-    TaskQueueJob.objects.bulk_create(
-        [
-            TaskQueueJob(job_id=j.pk, task_queue_id=tq.pk, user_priority=j.user_priority)
-            for j, tq in zip(jobs, tqs, strict=True)
-        ]
-    )
-    job_services.add_to_counts(
-        Counter((tq.pk, j.user_priority) for j, tq in zip(jobs, tqs, strict=True))
-    )
-    by_tq: dict[int, list[int]] = defaultdict(list)
-    for j, tq in zip(jobs, tqs, strict=True):
-        by_tq[tq.pk].append(j.pk)
-    for tq_id, job_ids in by_tq.items():
-        for i in job_ids:
-            by_id[i].reason = f"{by_id[i].reason}; rescheduled into TaskQueue {tq_id}"[:255]
-        for part in _chunks(job_ids):
-            # One reason per (rule, TaskQueue): the rule's text is the same for the group.
-            Job.objects.filter(pk__in=part).update(
-                status=JobStatus.ACTIVATED,
-                status_reason=by_id[part[0]].reason,
-                status_changed=now,
-                task_queue_id=tq_id,
-                site="",
-                grid_ce="",
-                pilot_reference="",
-                heartbeat=None,
-                reschedule_count=F("reschedule_count") + 1,
+    return rows, old - {tq.pk for tq in tqs}
+
+
+def _insert(table: str, columns: list[str], pg_types: list[str], rows: list[tuple]) -> None:
+    """Insert many rows: one statement over arrays on PostgreSQL, executemany elsewhere."""
+    if not rows:
+        return
+    with connection.cursor() as cur:
+        if connection.vendor == "postgresql":
+            arrays = ", ".join(f"%s::{t}[]" for t in pg_types)
+            cur.execute(
+                f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays})",
+                [list(col) for col in zip(*rows, strict=True)],
             )
-    return old - {tq.pk for tq in tqs}
+        else:
+            adapt = connection.ops.adapt_datetimefield_value
+            rows = [tuple(adapt(v) if isinstance(v, datetime) else v for v in r) for r in rows]
+            marks = ", ".join(["%s"] * len(columns))
+            cur.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+
+
+def _update_jobs(rows: list[tuple], now: datetime, clear: bool, reschedule: bool) -> None:
+    """Set status and reason per job (rows: id, status, reason, TaskQueue) in one statement on
+    PostgreSQL (UPDATE … FROM unnest), executemany elsewhere; `clear` forgets the match,
+    `reschedule` puts the job in its TaskQueue and counts the rescheduling."""
+    if not rows:
+        return
+    table = Job._meta.db_table
+    sets = ["status = v.status", "status_reason = v.reason", "status_changed = %s"]
+    if clear:
+        sets += ["site = ''", "grid_ce = ''", "pilot_reference = ''", "heartbeat = NULL"]
+    if reschedule:
+        sets += ["task_queue_id = v.tq", "reschedule_count = j.reschedule_count + 1"]
+    with connection.cursor() as cur:
+        if connection.vendor == "postgresql":
+            cur.execute(
+                f"UPDATE {table} AS j SET {', '.join(sets)} "
+                "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[]) "
+                "AS v(id, status, reason, tq) WHERE j.id = v.id",
+                [now, *[list(col) for col in zip(*rows, strict=True)]],
+            )
+        else:
+            at = connection.ops.adapt_datetimefield_value(now)
+            plain = [
+                s.replace("v.status", "%(status)s")
+                .replace("v.reason", "%(reason)s")
+                .replace("v.tq", "%(tq)s")
+                .replace("j.reschedule_count", "reschedule_count")
+                .replace("= %s", "= %(at)s")
+                for s in sets
+            ]
+            cur.executemany(
+                f"UPDATE {table} SET {', '.join(plain)} WHERE id = %(id)s",
+                [{"id": i, "status": st, "reason": r, "tq": tq, "at": at} for i, st, r, tq in rows],
+            )
 
 
 # --- the cycle ----------------------------------------------------------------------------------
