@@ -5,8 +5,8 @@ it was matched at, as `brokerage.services.queue_counts` counts it; for waiting s
 TaskJob.queue. A plain DIRAC job waiting in a TaskQueue has no queue: only the rules that need
 none apply to it.
 
-The cycle is set-based: one aggregate query (job starts per site), one aggregate over the task
-jobs (fast rebrokerage counts), one scan whose WHERE is the OR of every rule's (state, age)
+The cycle is set-based: one aggregate query (job starts per site and the task jobs that fast
+rebrokerage counts), one scan whose WHERE is the OR of every rule's (state, age)
 condition with the paused / disableReassign queues left out, then a handful of bulk statements
 for the actions. Python only sees the candidates, and `brokerage.timeouts.fired` decides which
 rule each one hit.
@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Case, IntegerField, Max, Q, Value, When
 from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from brokerage import timeouts as rules
 from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus, TimeoutAction
@@ -76,6 +78,44 @@ def load_limits(workflows) -> rules.Limits:
             if v is not None:
                 overrides[w] = v
     return rules.Limits.from_params(values, overrides)
+
+
+def job_statistics() -> tuple[dict[str, datetime], list[tuple]]:
+    """One pass over the jobs for two things: the latest start per site (as the brokerage's
+    load_queues reads it: the newest state change of a starting or running job), and the task
+    jobs per (status, site, TaskJob.queue, gshare) that fast rebrokerage counts."""
+    states = (*rules.FAST_REBRO_STATES, JobStatus.RUNNING)
+    job, tj, task = Job._meta.db_table, TaskJob._meta.db_table, Task._meta.db_table
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT j.status, j.site, tj.queue_id, t.gshare, COUNT(*), "
+            f"MAX(CASE WHEN j.status IN ('starting', 'running') THEN j.status_changed END) "
+            f"FROM {job} j LEFT JOIN {tj} tj ON tj.job_id = j.id "
+            f"LEFT JOIN {task} t ON t.id = tj.task_id "
+            f"WHERE j.status IN ({', '.join(['%s'] * len(states))}) "
+            "GROUP BY j.status, j.site, tj.queue_id, t.gshare",
+            [str(s) for s in states],
+        )
+        rows = cur.fetchall()
+    starts: dict[str, datetime] = {}
+    counts = []
+    for status, site, qid, gshare, n, last in rows:
+        if last is not None:
+            last = _aware(last)
+            if site not in starts or last > starts[site]:
+                starts[site] = last
+        if gshare is not None:
+            counts.append((status, site, qid, gshare, n))
+    return starts, counts
+
+
+def _aware(value) -> datetime:
+    """A raw-cursor timestamp (SQLite gives text, or a naive UTC datetime) as an aware one."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value
 
 
 def last_starts() -> dict[str, datetime]:
@@ -221,15 +261,9 @@ def job_view(c: Candidate) -> rules.JobView:
 # --- fast rebrokerage ---------------------------------------------------------------------------
 
 
-def fast_rebro_counts(world: World) -> dict[tuple[int, str], Counter]:
-    """{(queue, gshare): Counter(nq=…, nr=…)} over the task jobs."""
+def fast_rebro_counts(world: World, rows: list[tuple]) -> dict[tuple[int, str], Counter]:
+    """{(queue, gshare): Counter(nq=…, nr=…)} from job_statistics' task-job rows."""
     counts: dict[tuple[int, str], Counter] = defaultdict(Counter)
-    rows = (
-        TaskJob.objects.filter(job__status__in=(*rules.FAST_REBRO_STATES, JobStatus.RUNNING))
-        .values_list("job__status", "job__site", "queue_id", "task__gshare")
-        .annotate(n=Count("*"))
-        .order_by()
-    )
     for status, site, tj_queue, gshare, n in rows:
         qid = world.queue_of(status, site, tj_queue)
         if qid is None:
@@ -289,20 +323,29 @@ def fast_rebro_jobs(world: World, qid: int, gshare: str, excess: int, skip: set[
         "queue_id",
         "task_id",
     )
-    for status in rules.FAST_REBRO_STATES:
+    waiting = [st for st in rules.FAST_REBRO_STATES if st not in rules.MATCHED_STATES]
+    rank = Case(
+        *[When(job__status=st, then=Value(i)) for i, st in enumerate(waiting)],
+        output_field=IntegerField(),
+    )
+    at_queue = TaskJob.objects.filter(queue_id=qid, job__status__in=waiting).order_by(
+        rank, "job_id"
+    )
+    matched = TaskJob.objects.filter(
+        job__site=world.queue_site[qid], job__status=JobStatus.STARTING
+    ).order_by("job_id")
+    for qs in (at_queue, matched):
         want = excess - len(out)
         if want <= 0:
             break
-        qs = TaskJob.objects.filter(task__gshare=gshare, job__status=status)
-        if status in rules.MATCHED_STATES:
-            qs = qs.filter(job__site=world.queue_site[qid])
-        else:
-            qs = qs.filter(queue_id=qid)
-        if skip:
-            qs = qs.exclude(job_id__in=skip)
-        for row in qs.order_by("job_id").values_list(*fields)[:want]:
-            c = Candidate(*row[:8], queue_id=row[8], task_id=row[9], gshare=gshare)
-            out.append(c)
+        # Jobs a timeout rule already took are skipped here, in Python: a NOT IN list of
+        # thousands of ids would cost more than the few rows read in excess.
+        for row in qs.filter(task__gshare=gshare).values_list(*fields)[: want + len(skip)]:
+            if row[0] in skip:
+                continue
+            out.append(Candidate(*row[:8], queue_id=row[8], task_id=row[9], gshare=gshare))
+            if len(out) >= excess:
+                break
     return out
 
 
@@ -560,10 +603,13 @@ def timeouts_cycle(run_id=None) -> dict:
 
     run_id = run_id or _current_run_id("timeouts")
     now = clock.now()
-    world = load_world()
+    starts, task_job_counts = job_statistics()
+    world = load_world(starts)
     planned = plan(world, now, scan(world, now))
     acted = {p.job.id for p in planned}
-    decisions = fast_rebro_decisions(world, fast_rebro_counts(world), [p.job for p in planned])
+    decisions = fast_rebro_decisions(
+        world, fast_rebro_counts(world, task_job_counts), [p.job for p in planned]
+    )
     for (qid, g), decision in decisions.items():
         reason = fast_rebro_reason(g, decision)
         for c in fast_rebro_jobs(world, qid, g, decision.excess, acted):
