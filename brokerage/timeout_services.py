@@ -164,25 +164,29 @@ def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
     inactive_qids = [q for q, v in world.queues.items() if not v.exempt and v.inactive(now, idle)]
     inactive_sites = [s for s, q in world.site_queue.items() if q in set(inactive_qids)]
 
-    cond = Q()
+    # Conditions per state, OR-ed inside one branch per state: a row is tested against its own
+    # state's branch after at most a few equality tests (busiest states first), not against
+    # every rule's condition.
+    per_state: dict[str, list[Q]] = defaultdict(list)
     for rule in rules.RULES:
         if rule.since != rules.STATE or rule.name == "inactive_queue":
             continue
-        c = Q(status__in=rule.states, status_changed__lt=older(rule.param))
+        c = Q(status_changed__lt=older(rule.param))
         if rule.name in ("holding_high", "transferring_high"):
             c &= Q(current_priority__gte=hp)
         elif rule.name in ("holding", "transferring"):
             c &= Q(current_priority__lt=hp)
-        cond |= c
+        for state in rule.states:
+            per_state[state].append(c)
     cut = older("TIMEOUT_activated_inactive_pq")
     high = Q(current_priority__gte=hp, status_changed__lt=cut)
     if inactive_qids:
         in_queues = TaskJob.objects.filter(queue_id__in=inactive_qids).values("job_id")
-        cond |= high & Q(status=JobStatus.ACTIVATED, pk__in=in_queues)
+        per_state[JobStatus.ACTIVATED].append(high & Q(pk__in=in_queues))
     if inactive_sites:
-        cond |= high & Q(status=JobStatus.STARTING, site__in=inactive_sites)
+        per_state[JobStatus.STARTING].append(high & Q(site__in=inactive_sites))
 
-    # Heartbeats: one branch per distinct limit, by the sites whose first queue has it.
+    # Heartbeats: one condition per distinct limit, by the sites whose first queue has it.
     by_limit: dict[float, list[str]] = defaultdict(list)
     for site, qid in world.site_queue.items():
         wf = world.queues[qid].workflow
@@ -191,12 +195,26 @@ def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
     override_sites = [s for sites in by_limit.values() for s in sites]
     beat = Coalesce("heartbeat", "status_changed")
     default_cut = now - timedelta(seconds=lim.seconds["HEARTBEAT_TIMEOUT"])
-    default_beat = Q(status__in=("running", "starting"), last_word__lt=default_cut)
-    cond |= default_beat & ~Q(site__in=override_sites) if override_sites else default_beat
+    default_beat = Q(last_word__lt=default_cut)
+    if override_sites:
+        default_beat &= ~Q(site__in=override_sites)
+    for state in ("running", "starting"):
+        per_state[state].append(default_beat)
     for limit, sites in by_limit.items():
-        cut = now - timedelta(seconds=limit)
-        cond |= Q(status__in=("running", "starting"), last_word__lt=cut, site__in=sites)
-        cond |= Q(status="transferring", last_word__lt=cut, site__in=sites) & ~Q(sub_status="")
+        c = Q(last_word__lt=now - timedelta(seconds=limit), site__in=sites)
+        per_state["running"].append(c)
+        per_state["starting"].append(c)
+        per_state["transferring"].append(c & ~Q(sub_status=""))
+
+    busiest = ("activated", "running", "defined", "starting", "transferring", "holding", "sent")
+    order = [*busiest, *sorted(set(per_state) - set(busiest))]
+    cond = Q()
+    for state in order:
+        if state in per_state:
+            either = Q()
+            for c in per_state[state]:
+                either |= c
+            cond |= Q(status=state) & either
 
     if exempt_sites:
         cond &= ~Q(status__in=rules.MATCHED_STATES, site__in=exempt_sites)
