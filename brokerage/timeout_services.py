@@ -260,11 +260,10 @@ def scan(world: World, now: datetime, limit: int | None = None) -> list[Candidat
         qs = qs[:limit]
     found = [Candidate(*row) for row in qs]
     by_id = {c.id: c for c in found}
-    ids = list(by_id)
-    for start in range(0, len(ids), CHUNK):
-        for job_id, qid, task_id, gshare in TaskJob.objects.filter(
-            job_id__in=ids[start : start + CHUNK]
-        ).values_list("job_id", "queue_id", "task_id", "task__gshare"):
+    for part in _among(TaskJob.objects.all(), "job", by_id):
+        for job_id, qid, task_id, gshare in part.values_list(
+            "job_id", "queue_id", "task_id", "task__gshare"
+        ):
             c = by_id[job_id]
             c.queue_id, c.task_id, c.gshare = qid, task_id, gshare
     return found
@@ -385,6 +384,20 @@ def _chunks(ids):
         yield ids[start : start + CHUNK]
 
 
+def _among(qs, field: str, ids):
+    """`qs` restricted to `ids`: one query with `= ANY(array)` on PostgreSQL (one parameter
+    instead of thousands to quote and plan), IN lists of CHUNK ids elsewhere."""
+    ids = list(ids)
+    if not ids:
+        return
+    if connection.vendor == "postgresql":
+        column = f'"{qs.model._meta.db_table}"."{qs.model._meta.get_field(field).column}"'
+        yield qs.extra(where=[f"{column} = ANY(%s)"], params=[ids])
+        return
+    for part in _chunks(ids):
+        yield qs.filter(**{f"{field}__in": part})
+
+
 def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
     """Carry the actions out in one transaction; returns counts per rule and per outcome.
 
@@ -398,21 +411,15 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
     tq_touched: set[int] = set()
     with transaction.atomic():
         members = {}
-        for part in _chunks(ids):
-            for job_id, tq, prio in (
-                TaskQueueJob.objects.select_for_update()
-                .filter(job_id__in=part)
-                .order_by("job_id")
-                .values_list("job_id", "task_queue_id", "user_priority")
+        for part in _among(TaskQueueJob.objects.select_for_update(), "job", ids):
+            for job_id, tq, prio in part.order_by("job_id").values_list(
+                "job_id", "task_queue_id", "user_priority"
             ):
                 members[job_id] = (tq, prio)
         current = {}
-        for part in _chunks(ids):
-            for row in (
-                Job.objects.select_for_update()
-                .filter(pk__in=part)
-                .order_by("pk")
-                .values_list("pk", "status", "status_changed", "heartbeat")
+        for part in _among(Job.objects.select_for_update(), "id", ids):
+            for row in part.order_by("pk").values_list(
+                "pk", "status", "status_changed", "heartbeat"
             ):
                 current[row[0]] = row[1:]
         keep = [
@@ -428,8 +435,8 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
         for i in leaving:
             deltas[members[i]] -= 1
             tq_touched.add(members[i][0])
-        for part in _chunks(leaving):
-            TaskQueueJob.objects.filter(job_id__in=part).delete()
+        for part in _among(TaskQueueJob.objects.all(), "job", leaving):
+            part.delete()
         job_services.add_to_counts(deltas)
 
         limit = gdpconfig.get("MaxRescheduling")
@@ -465,9 +472,9 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
             tq_touched |= dropped
         for (clear, resched), rows in updates.items():
             _update_jobs(rows, now, clear, resched)
-        for part in _chunks(task_jobs):
+        for part in _among(TaskJob.objects.all(), "job", task_jobs):
             # Back through brokerage from scratch: no queue counts the job until it is placed.
-            TaskJob.objects.filter(job_id__in=part).update(queue=None)
+            part.update(queue=None)
         if rebroker_tasks:
             Task.objects.filter(
                 pk__in=rebroker_tasks, status__in=(TaskStatus.RUNNING, TaskStatus.PENDING)
