@@ -6,4 +6,11 @@ class BrokerageConfig(AppConfig):
     verbose_name = "PanDA brokerage"
 
     def ready(self) -> None:
-        from brokerage import params, services, services_analysis, why  # noqa: F401  (params, cycles, explainers)
+        from brokerage import (  # noqa: F401  (params, cycles, explainers)
+            params,
+            params_timeouts,
+            services,
+            services_analysis,
+            timeout_services,
+            why,
+        )

@@ -11,4 +11,5 @@ SCHEDULES = {
     "analysis_brokerage": 1,
     "negotiator": 1,
     "matchmaker_monitor": 2,
+    "timeouts": 5,
 }

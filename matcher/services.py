@@ -80,11 +80,11 @@ def add_to_counts(deltas: Counter) -> None:
                 f"DO UPDATE SET jobs = {table}.jobs + excluded.jobs",
                 ups,
             )
-        for tq, p, n in downs:
-            cur.execute(
+        if downs:
+            cur.executemany(
                 f"UPDATE {table} SET jobs = jobs + %s "
                 "WHERE task_queue_id = %s AND user_priority = %s",
-                [n, tq, p],
+                [(n, tq, p) for tq, p, n in downs],
             )
 
 

@@ -462,6 +462,7 @@ ROWS = [
     ("nucleus-list", "GET", "/brokerage/nuclei/", None, A),
     ("nucleus-detail", "GET", "/brokerage/nuclei/{nucleus}/", None, A),
     ("analysis-user", "GET", "/brokerage/analysis/", None, A),
+    ("timeouts", "GET", "/brokerage/timeouts/", None, A),
     # --- pages: ClassAds -------------------------------------------------------------------
     ("classads:site-ad-list", "GET", "/classads/", None, A),
     ("classads:site-ad-detail", "GET", "/classads/sites/{site_ad}/", None, A),

@@ -1,0 +1,56 @@
+"""The timeouts page: what is about to time out, what did, and per job the rule that fired."""
+
+import pytest
+from django.test import Client
+
+from brokerage.models import TimeoutAction
+from brokerage.timeout_services import timeouts_cycle
+from config import clock
+from matcher.models import Job
+
+from .test_timeouts import CERN, HOUR, make_task, one_job, panda  # noqa: F401
+
+
+def client_for(user):
+    c = Client()
+    c.force_login(user)
+    return c
+
+
+@pytest.fixture
+def timed_out(make_task, submit):  # noqa: F811
+    sent = one_job(make_task, "sent")  # erin's task job: fails after 30 min
+    running = one_job(make_task, "running")  # heartbeat limit 2 h: approaching
+    alice = submit("alice", cpu_time=1000, sites=[CERN])
+    Job.objects.filter(pk=alice.pk).update(status="sent", site=CERN, status_changed=clock.now())
+    clock.advance(31 * 60)
+    timeouts_cycle()
+    return sent, running, alice
+
+
+def test_the_page_shows_both_charts_the_rules_and_the_jobs_that_timed_out(users, timed_out):
+    sent, _running, alice = timed_out
+    r = client_for(users["admin"]).get("/brokerage/timeouts/")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert 'id="time-left-chart"' in html and 'id="actions-chart"' in html
+    assert html.count("plotly-graph-div") == 2
+    assert f'href="/jobs/{sent.pk}/"' in html and f'href="/jobs/{alice.pk}/"' in html
+    assert "sent 30 min (TIMEOUT_sent)" in html
+    # The running job's heartbeat runs out within the 24 h horizon: one job approaching.
+    assert r.context["approaching_count"] == 1
+    row = next(x for x in r.context["rules"] if x["name"] == "sent")
+    assert row["acted"] == 2 and row["limit"] == "30 min (TIMEOUT_sent)"
+    assert TimeoutAction.objects.count() == 2
+
+
+def test_a_user_sees_only_the_actions_on_jobs_they_may_see(users, timed_out):
+    sent, _running, alice = timed_out
+    html = client_for(users["alice"]).get("/brokerage/timeouts/").content.decode()
+    assert f'href="/jobs/{alice.pk}/"' in html
+    assert f'href="/jobs/{sent.pk}/"' not in html
+
+
+def test_anonymous_visitors_are_sent_to_the_login_page(db):
+    r = Client().get("/brokerage/timeouts/")
+    assert r.status_code == 302 and "/login/" in r["Location"]

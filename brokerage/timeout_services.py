@@ -1,0 +1,668 @@
+"""The timeouts cycle (every 5 minutes): scan the jobs once for every rule, act in bulk.
+
+A job's queue: for matched states (sent … transferring) the default queue of the site it was
+matched at (its first production queue by name, `brokerage.services.site_queues`); for waiting
+states its
+TaskJob.queue. A plain DIRAC job waiting in a TaskQueue has no queue: only the rules that need
+none apply to it.
+
+The cycle is set-based: one aggregate query (job starts per site and the task jobs that fast
+rebrokerage counts), one scan whose WHERE is the OR of every rule's (state, age)
+condition with the paused / disableReassign queues left out, then a handful of bulk statements
+for the actions. Python only sees the candidates, and `brokerage.timeouts.fired` decides which
+rule each one hit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import Case, IntegerField, Max, Q, Value, When
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from brokerage import services
+from brokerage import timeouts as rules
+from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus, TimeoutAction
+from config import clock, gdpconfig
+from config.cycles import cycle
+from matcher import services as job_services
+from matcher.models import MULTI_VALUED_FIELDS, Job, JobStatus, JobStatusHistory, TaskQueueJob
+
+CHUNK = 5000
+PARAMS = (
+    "TIMEOUT_pending",
+    "TIMEOUT_defined",
+    "TIMEOUT_assigned",
+    "TIMEOUT_throttled",
+    "TIMEOUT_activated",
+    "TIMEOUT_activated_inactive_pq",
+    "TIMEOUT_sent",
+    "TIMEOUT_running",
+    "TIMEOUT_holding_high_prio",
+    "TIMEOUT_holding",
+    "HEARTBEAT_TIMEOUT",
+    "TIMEOUT_HIGH_PRIORITY",
+    "INACTIVE_PQ_HOURS",
+    "transtimehi",
+    "transtimelo",
+)
+
+
+@dataclass
+class World:
+    """The queues as the rules see them, and how jobs map onto them."""
+
+    queues: dict[int, rules.QueueView]
+    site_queue: dict[str, int]  # site name -> its first queue
+    queue_site: dict[int, str]
+    limits: rules.Limits
+
+    def queue_of(self, status: str, site: str, tj_queue: int | None) -> int | None:
+        if status in rules.MATCHED_STATES:
+            return self.site_queue.get(site)
+        return tj_queue
+
+    def view(self, qid: int | None) -> rules.QueueView | None:
+        return self.queues.get(qid) if qid is not None else None
+
+
+def load_limits(workflows) -> rules.Limits:
+    values = {name: gdpconfig.get(name) for name in PARAMS}
+    overrides = {}
+    for w in sorted(set(workflows)):
+        if w:
+            v = gdpconfig.family_value("HEARTBEAT_TIMEOUT_<workflow>", w)
+            if v is not None:
+                overrides[w] = v
+    return rules.Limits.from_params(values, overrides)
+
+
+def job_statistics() -> tuple[dict[str, datetime], list[tuple]]:
+    """One pass over the jobs for two things: the latest start per site (as the brokerage's
+    load_queues reads it: the newest state change of a starting or running job), and the task
+    jobs per (status, site, TaskJob.queue, gshare) that fast rebrokerage counts."""
+    states = (*rules.FAST_REBRO_STATES, JobStatus.RUNNING)
+    job, tj, task = Job._meta.db_table, TaskJob._meta.db_table, Task._meta.db_table
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT j.status, j.site, tj.queue_id, t.gshare, COUNT(*), "
+            f"MAX(CASE WHEN j.status IN ('starting', 'running') THEN j.status_changed END) "
+            f"FROM {job} j LEFT JOIN {tj} tj ON tj.job_id = j.id "
+            f"LEFT JOIN {task} t ON t.id = tj.task_id "
+            f"WHERE j.status IN ({', '.join(['%s'] * len(states))}) "
+            "GROUP BY j.status, j.site, tj.queue_id, t.gshare",
+            [str(s) for s in states],
+        )
+        rows = cur.fetchall()
+    starts: dict[str, datetime] = {}
+    counts = []
+    for status, site, qid, gshare, n, last in rows:
+        if last is not None:
+            last = _aware(last)
+            if site not in starts or last > starts[site]:
+                starts[site] = last
+        if gshare is not None:
+            counts.append((status, site, qid, gshare, n))
+    return starts, counts
+
+
+def _aware(value) -> datetime:
+    """A raw-cursor timestamp (SQLite gives text, or a naive UTC datetime) as an aware one."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value
+
+
+def last_starts() -> dict[str, datetime]:
+    """The latest start per site, read from the jobs (as the brokerage's load_queues does)."""
+    return dict(
+        Job.objects.filter(status__in=(JobStatus.STARTING, JobStatus.RUNNING))
+        .values_list("site")
+        .annotate(t=Max("status_changed"))
+        .order_by()
+    )
+
+
+def load_world(starts: dict[str, datetime] | None = None) -> World:
+    rows = list(
+        PandaQueue.objects.order_by("name").values_list(
+            "pk", "name", "site__name", "status", "catchall", "workflow", "last_start", "num_slots"
+        )
+    )
+    starts = last_starts() if starts is None else starts
+    queues, queue_site = {}, {}
+    # A matched job counts at its site's default queue, as in the brokerage's statistics.
+    site_queue, _ = services.site_queues()
+    for pk, name, site, status, catchall, workflow, last_start, num_slots in rows:
+        seen = starts.get(site)
+        latest = max((t for t in (last_start, seen) if t is not None), default=None)
+        queues[pk] = rules.QueueView(name, status, catchall, workflow, latest, num_slots)
+        queue_site[pk] = site
+    limits = load_limits(q.workflow for q in queues.values())
+    return World(queues, site_queue, queue_site, limits)
+
+
+# --- the scan -----------------------------------------------------------------------------------
+
+
+def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
+    """The OR of every rule's condition, exact for the job columns and the queues (a superset
+    only where `fired` must still choose between rules)."""
+    lim = world.limits
+    hp = lim.high_priority
+
+    def older(rule_param: str) -> datetime:
+        return now - timedelta(seconds=lim.seconds[rule_param])
+
+    exempt_sites = [s for s, q in world.site_queue.items() if world.queues[q].exempt]
+    exempt_qids = [q for q, v in world.queues.items() if v.exempt]
+    idle = timedelta(seconds=lim.inactive_idle)
+    inactive_qids = [q for q, v in world.queues.items() if not v.exempt and v.inactive(now, idle)]
+    inactive_sites = [s for s, q in world.site_queue.items() if q in set(inactive_qids)]
+
+    # Conditions per state, OR-ed inside one branch per state: a row is tested against its own
+    # state's branch after at most a few equality tests (busiest states first), not against
+    # every rule's condition.
+    per_state: dict[str, list[Q]] = defaultdict(list)
+    for rule in rules.RULES:
+        if rule.since != rules.STATE or rule.name == "inactive_queue":
+            continue
+        c = Q(status_changed__lt=older(rule.param))
+        if rule.name in ("holding_high", "transferring_high"):
+            c &= Q(current_priority__gte=hp)
+        elif rule.name in ("holding", "transferring"):
+            c &= Q(current_priority__lt=hp)
+        for state in rule.states:
+            per_state[state].append(c)
+    cut = older("TIMEOUT_activated_inactive_pq")
+    high = Q(current_priority__gte=hp, status_changed__lt=cut)
+    if inactive_qids:
+        in_queues = TaskJob.objects.filter(queue_id__in=inactive_qids).values("job_id")
+        per_state[JobStatus.ACTIVATED].append(high & Q(pk__in=in_queues))
+    if inactive_sites:
+        per_state[JobStatus.STARTING].append(high & Q(site__in=inactive_sites))
+
+    # Heartbeats: one condition per distinct limit, by the sites whose first queue has it.
+    by_limit: dict[float, list[str]] = defaultdict(list)
+    for site, qid in world.site_queue.items():
+        wf = world.queues[qid].workflow
+        if wf in lim.heartbeat_by_workflow:
+            by_limit[lim.heartbeat_by_workflow[wf]].append(site)
+    override_sites = [s for sites in by_limit.values() for s in sites]
+    beat = Coalesce("heartbeat", "status_changed")
+    default_cut = now - timedelta(seconds=lim.seconds["HEARTBEAT_TIMEOUT"])
+    default_beat = Q(last_word__lt=default_cut)
+    if override_sites:
+        default_beat &= ~Q(site__in=override_sites)
+    for state in ("running", "starting"):
+        per_state[state].append(default_beat)
+    for limit, sites in by_limit.items():
+        c = Q(last_word__lt=now - timedelta(seconds=limit), site__in=sites)
+        per_state["running"].append(c)
+        per_state["starting"].append(c)
+        per_state["transferring"].append(c & ~Q(sub_status=""))
+
+    busiest = ("activated", "running", "defined", "starting", "transferring", "holding", "sent")
+    order = [*busiest, *sorted(set(per_state) - set(busiest))]
+    cond = Q()
+    for state in order:
+        if state in per_state:
+            either = Q()
+            for c in per_state[state]:
+                either |= c
+            cond |= Q(status=state) & either
+
+    if exempt_sites:
+        cond &= ~Q(status__in=rules.MATCHED_STATES, site__in=exempt_sites)
+    if exempt_qids:
+        at_exempt = TaskJob.objects.filter(queue_id__in=exempt_qids).values("job_id")
+        cond &= ~Q(status__in=rules.WAITING_STATES, pk__in=at_exempt)
+    return cond, beat
+
+
+@dataclass
+class Candidate:
+    id: int
+    status: str
+    site: str
+    status_changed: datetime
+    heartbeat: datetime | None
+    current_priority: int
+    sub_status: str
+    reschedule_count: int
+    queue_id: int | None = None  # TaskJob.queue
+    task_id: int | None = None
+    gshare: str | None = None
+
+
+def scan(world: World, now: datetime, limit: int | None = None) -> list[Candidate]:
+    cond, beat = candidate_filter(world, now)
+    qs = (
+        Job.objects.annotate(last_word=beat)
+        .filter(cond)
+        .order_by()
+        .values_list(
+            "pk",
+            "status",
+            "site",
+            "status_changed",
+            "heartbeat",
+            "current_priority",
+            "sub_status",
+            "reschedule_count",
+        )
+    )
+    if limit is not None:
+        qs = qs[:limit]
+    found = [Candidate(*row) for row in qs]
+    by_id = {c.id: c for c in found}
+    for part in _among(TaskJob.objects.all(), "job", by_id):
+        for job_id, qid, task_id, gshare in part.values_list(
+            "job_id", "queue_id", "task_id", "task__gshare"
+        ):
+            c = by_id[job_id]
+            c.queue_id, c.task_id, c.gshare = qid, task_id, gshare
+    return found
+
+
+def job_view(c: Candidate) -> rules.JobView:
+    return rules.JobView(
+        c.status, c.status_changed, c.heartbeat, c.current_priority, c.sub_status or ""
+    )
+
+
+# --- fast rebrokerage ---------------------------------------------------------------------------
+
+
+def fast_rebro_counts(world: World, rows: list[tuple]) -> dict[tuple[int, str], Counter]:
+    """{(queue, gshare): Counter(nq=…, nr=…)} from job_statistics' task-job rows."""
+    counts: dict[tuple[int, str], Counter] = defaultdict(Counter)
+    for status, site, tj_queue, gshare, n in rows:
+        qid = world.queue_of(status, site, tj_queue)
+        if qid is None:
+            continue
+        counts[(qid, gshare)]["nr" if status == JobStatus.RUNNING else "nq"] += n
+    return counts
+
+
+def fast_rebro_decisions(world: World, counts, acted: list[Candidate]) -> dict:
+    """{(queue, gshare): FastRebro} for every pair with an excess, after removing the jobs the
+    timeout rules act on in this cycle."""
+    counts = {k: Counter(v) for k, v in counts.items()}
+    for c in acted:
+        if c.gshare is None:
+            continue
+        qid = world.queue_of(c.status, c.site, c.queue_id)
+        if qid is None or (qid, c.gshare) not in counts:
+            continue
+        key = "nr" if c.status == JobStatus.RUNNING else "nq"
+        if key == "nq" and c.status not in rules.FAST_REBRO_STATES:
+            continue
+        counts[(qid, c.gshare)][key] -= 1
+    totals: Counter = Counter()
+    for (_q, g), c in counts.items():
+        totals[g] += c["nq"]
+    ratio = gdpconfig.get("FAST_REBRO_THRESHOLD_NQNR_RATIO")
+    frac = gdpconfig.get("FAST_REBRO_THRESHOLD_NQUEUE_FRAC")
+    out = {}
+    limit_of: dict[str, int | None] = {}
+    for (qid, g), c in sorted(counts.items()):
+        queue = world.queues[qid]
+        if queue.exempt:
+            continue
+        if g not in limit_of:
+            limit_of[g] = gdpconfig.family_value("FAST_REBRO_THRESHOLD_NQUEUE_<gshare>", g)
+        decision = rules.fast_rebrokerage(
+            c["nq"], c["nr"], totals[g], ratio, frac, limit_of[g], queue.num_slots
+        )
+        if decision.excess > 0:
+            out[(qid, g)] = decision
+    return out
+
+
+def fast_rebro_jobs(world: World, qid: int, gshare: str, excess: int, skip: set[int]) -> list:
+    """The `excess` jobs to take away: the least advanced first (defined, assigned, activated,
+    then starting), the oldest (lowest id) first within a state."""
+    out: list[Candidate] = []
+    fields = (
+        "job_id",
+        "job__status",
+        "job__site",
+        "job__status_changed",
+        "job__heartbeat",
+        "job__current_priority",
+        "job__sub_status",
+        "job__reschedule_count",
+        "queue_id",
+        "task_id",
+    )
+    waiting = [st for st in rules.FAST_REBRO_STATES if st not in rules.MATCHED_STATES]
+    rank = Case(
+        *[When(job__status=st, then=Value(i)) for i, st in enumerate(waiting)],
+        output_field=IntegerField(),
+    )
+    at_queue = TaskJob.objects.filter(queue_id=qid, job__status__in=waiting).order_by(
+        rank, "job_id"
+    )
+    matched = TaskJob.objects.filter(
+        job__site=world.queue_site[qid], job__status=JobStatus.STARTING
+    ).order_by("job_id")
+    for qs in (at_queue, matched):
+        want = excess - len(out)
+        if want <= 0:
+            break
+        # Jobs a timeout rule already took are skipped here, in Python: a NOT IN list of
+        # thousands of ids would cost more than the few rows read in excess.
+        for row in qs.filter(task__gshare=gshare).values_list(*fields)[: want + len(skip)]:
+            if row[0] in skip:
+                continue
+            out.append(Candidate(*row[:8], queue_id=row[8], task_id=row[9], gshare=gshare))
+            if len(out) >= excess:
+                break
+    return out
+
+
+# --- actions ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Planned:
+    job: Candidate
+    rule: str
+    action: str
+    reason: str
+    queue: str
+
+
+def _chunks(ids):
+    ids = list(ids)
+    for start in range(0, len(ids), CHUNK):
+        yield ids[start : start + CHUNK]
+
+
+def _among(qs, field: str, ids):
+    """`qs` restricted to `ids`: one query with `= ANY(array)` on PostgreSQL (one parameter
+    instead of thousands to quote and plan), IN lists of CHUNK ids elsewhere."""
+    ids = list(ids)
+    if not ids:
+        return
+    if connection.vendor == "postgresql":
+        column = f'"{qs.model._meta.db_table}"."{qs.model._meta.get_field(field).column}"'
+        yield qs.extra(where=[f"{column} = ANY(%s)"], params=[ids])
+        return
+    for part in _chunks(ids):
+        yield qs.filter(**{f"{field}__in": part})
+
+
+def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
+    """Carry the actions out in one transaction; returns counts per rule and per outcome.
+
+    Lock order as the matcher's claim: TaskQueue memberships first, then the jobs. A job that
+    changed since the scan (a pilot reported, a user killed it) is left alone."""
+    if not planned:
+        return Counter()
+    by_id = {p.job.id: p for p in planned}
+    ids = sorted(by_id)
+    counts: Counter = Counter()
+    tq_touched: set[int] = set()
+    with transaction.atomic():
+        members = {}
+        for part in _among(TaskQueueJob.objects.select_for_update(), "job", ids):
+            for job_id, tq, prio in part.order_by("job_id").values_list(
+                "job_id", "task_queue_id", "user_priority"
+            ):
+                members[job_id] = (tq, prio)
+        current = {}
+        for part in _among(Job.objects.select_for_update(), "id", ids):
+            for row in part.order_by("pk").values_list(
+                "pk", "status", "status_changed", "heartbeat"
+            ):
+                current[row[0]] = row[1:]
+        keep = [
+            i
+            for i in ids
+            if current.get(i)
+            == (by_id[i].job.status, by_id[i].job.status_changed, by_id[i].job.heartbeat)
+        ]
+        counts["changed_meanwhile"] = len(ids) - len(keep)
+
+        leaving = [i for i in keep if i in members]
+        deltas = Counter()
+        for i in leaving:
+            deltas[members[i]] -= 1
+            tq_touched.add(members[i][0])
+        for part in _among(TaskQueueJob.objects.all(), "job", leaving):
+            part.delete()
+        job_services.add_to_counts(deltas)
+
+        limit = gdpconfig.get("MaxRescheduling")
+        # (clear the match, reschedule) -> [(id, to, reason, TaskQueue)]
+        updates: dict[tuple[bool, bool], list[tuple]] = defaultdict(list)
+        rebroker_tasks: set[int] = set()
+        task_jobs: list[int] = []
+        reschedule: list[int] = []
+        moves = []
+        for i in keep:
+            p = by_id[i]
+            if p.action == rules.REBROKER and p.job.task_id is not None:
+                to = JobStatus.DEFINED
+                rebroker_tasks.add(p.job.task_id)
+                task_jobs.append(i)
+                updates[(True, False)].append((i, to, p.reason, None))
+            elif p.action == rules.REBROKER and p.job.reschedule_count < limit:
+                to = JobStatus.ACTIVATED
+                reschedule.append(i)
+            elif p.action == rules.REBROKER:
+                to = JobStatus.FAILED
+                p.reason = f"{p.reason}; MaxRescheduling ({limit}) reached"[:255]
+                updates[(False, False)].append((i, to, p.reason, None))
+            else:
+                to = rules.TO_STATUS[p.action]
+                updates[(False, False)].append((i, to, p.reason, None))
+            moves.append((i, p.job.status, to))
+            counts[p.rule] += 1
+            counts[f"to_{to}"] += 1
+        if reschedule:
+            rows, dropped = _reschedule(reschedule, by_id)
+            updates[(True, True)] = rows
+            tq_touched |= dropped
+        for (clear, resched), rows in updates.items():
+            _update_jobs(rows, now, clear, resched)
+        for part in _among(TaskJob.objects.all(), "job", task_jobs):
+            # Back through brokerage from scratch: no queue counts the job until it is placed.
+            part.update(queue=None)
+        if rebroker_tasks:
+            Task.objects.filter(
+                pk__in=rebroker_tasks, status__in=(TaskStatus.RUNNING, TaskStatus.PENDING)
+            ).update(
+                status=TaskStatus.READY,
+                status_reason="jobs re-brokered by the timeout rules",
+                retry_after=None,
+                modified=now,
+            )
+        history, actions = [], []
+        for i, from_status, to in moves:
+            p = by_id[i]
+            reason = p.reason[:255]
+            history.append((i, now, from_status, to, reason))
+            actions.append((run_id, now, p.rule, i, from_status, to, p.queue[:128], reason))
+        _insert(
+            JobStatusHistory._meta.db_table,
+            ["job_id", "at", "from_status", "to_status", "reason"],
+            ["bigint", "timestamptz", "text", "text", "text"],
+            history,
+        )
+        _insert(
+            TimeoutAction._meta.db_table,
+            ["cycle_run", "at", "rule", "job_id", "from_status", "to_status", "queue", "reason"],
+            ["bigint", "timestamptz", "text", "bigint", "text", "text", "text", "text"],
+            actions,
+        )
+    if tq_touched:
+        job_services._housekeeping(job_services.drop_empty_taskqueues, tq_touched)
+    return counts
+
+
+def _reschedule(ids: list[int], by_id: dict) -> tuple[list[tuple], set[int]]:
+    """Plain DIRAC jobs back into the TaskQueue of their definition, as `reschedule_job` does:
+    the memberships and counts now, the job rows [(id, to, reason, TaskQueue)] for the caller;
+    also the TaskQueues they left that may now be empty."""
+    segments = gdpconfig.get("CPUSegments")
+    jobs = list(
+        Job.objects.filter(pk__in=ids)
+        .order_by("pk")
+        .only(
+            "owner_id",
+            "owner_group_id",
+            "setup",
+            "cpu_time",
+            "user_priority",
+            "task_queue_id",
+            *MULTI_VALUED_FIELDS,
+        )
+    )
+    tqs = job_services.taskqueues_for([job_services.job_definition(j, segments) for j in jobs])
+    pairs = list(zip(jobs, tqs, strict=True))
+    _insert(
+        TaskQueueJob._meta.db_table,
+        ["job_id", "task_queue_id", "user_priority"],
+        ["bigint", "bigint", "integer"],
+        [(j.pk, tq.pk, j.user_priority) for j, tq in pairs],
+    )
+    job_services.add_to_counts(Counter((tq.pk, j.user_priority) for j, tq in pairs))
+    rows = []
+    for j, tq in pairs:
+        p = by_id[j.pk]
+        p.reason = f"{p.reason}; rescheduled into TaskQueue {tq.pk}"[:255]
+        rows.append((j.pk, JobStatus.ACTIVATED, p.reason, tq.pk))
+    old = {j.task_queue_id for j in jobs if j.task_queue_id}
+    return rows, old - {tq.pk for tq in tqs}
+
+
+def _insert(table: str, columns: list[str], pg_types: list[str], rows: list[tuple]) -> None:
+    """Insert many rows: one statement over arrays on PostgreSQL, executemany elsewhere."""
+    if not rows:
+        return
+    with connection.cursor() as cur:
+        if connection.vendor == "postgresql":
+            arrays = ", ".join(f"%s::{t}[]" for t in pg_types)
+            cur.execute(
+                f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays})",
+                [list(col) for col in zip(*rows, strict=True)],
+            )
+        else:
+            adapt = connection.ops.adapt_datetimefield_value
+            rows = [tuple(adapt(v) if isinstance(v, datetime) else v for v in r) for r in rows]
+            marks = ", ".join(["%s"] * len(columns))
+            cur.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+
+
+def _update_jobs(rows: list[tuple], now: datetime, clear: bool, reschedule: bool) -> None:
+    """Set status and reason per job (rows: id, status, reason, TaskQueue) in one statement on
+    PostgreSQL (UPDATE … FROM unnest), executemany elsewhere; `clear` forgets the match,
+    `reschedule` puts the job in its TaskQueue and counts the rescheduling."""
+    if not rows:
+        return
+    table = Job._meta.db_table
+    sets = ["status = v.status", "status_reason = v.reason", "status_changed = %s"]
+    if clear:
+        sets += ["site = ''", "grid_ce = ''", "pilot_reference = ''", "heartbeat = NULL"]
+    if reschedule:
+        sets += ["task_queue_id = v.tq", "reschedule_count = j.reschedule_count + 1"]
+    with connection.cursor() as cur:
+        if connection.vendor == "postgresql":
+            cur.execute(
+                f"UPDATE {table} AS j SET {', '.join(sets)} "
+                "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[]) "
+                "AS v(id, status, reason, tq) WHERE j.id = v.id",
+                [now, *[list(col) for col in zip(*rows, strict=True)]],
+            )
+        else:
+            at = connection.ops.adapt_datetimefield_value(now)
+            plain = [
+                s.replace("v.status", "%(status)s")
+                .replace("v.reason", "%(reason)s")
+                .replace("v.tq", "%(tq)s")
+                .replace("j.reschedule_count", "reschedule_count")
+                .replace("= %s", "= %(at)s")
+                for s in sets
+            ]
+            cur.executemany(
+                f"UPDATE {table} SET {', '.join(plain)} WHERE id = %(id)s",
+                [{"id": i, "status": st, "reason": r, "tq": tq, "at": at} for i, st, r, tq in rows],
+            )
+
+
+# --- the cycle ----------------------------------------------------------------------------------
+
+
+def plan(world: World, now: datetime, candidates: list[Candidate]) -> list[Planned]:
+    out = []
+    for c in candidates:
+        qid = world.queue_of(c.status, c.site, c.queue_id)
+        queue = world.view(qid)
+        d = rules.fired(job_view(c), queue, now, world.limits)
+        if d is None:
+            continue
+        out.append(Planned(c, d.rule.name, d.rule.action, d.reason, queue.name if queue else ""))
+    return out
+
+
+def fast_rebro_reason(g: str, f: rules.FastRebro) -> str:
+    v = f.values
+    return (
+        f"timeout: fast rebrokerage of {f.excess} ({g}: nQueue {v['nq']} > "
+        f"{v['ratio']:g} × nRun {v['nr']}, > {v['frac']:g} × {v['nq_total']}, > "
+        f"FAST_REBRO_THRESHOLD_NQUEUE_{g} {v['limit']})"
+    )[:255]
+
+
+@cycle("timeouts")
+def timeouts_cycle(run_id=None) -> dict:
+    """Apply every timeout rule and fast rebrokerage once; returns counts per rule."""
+    from brokerage.services import _current_run_id
+
+    run_id = run_id or _current_run_id("timeouts")
+    now = clock.now()
+    starts, task_job_counts = job_statistics()
+    world = load_world(starts)
+    planned = plan(world, now, scan(world, now))
+    acted = {p.job.id for p in planned}
+    decisions = fast_rebro_decisions(
+        world, fast_rebro_counts(world, task_job_counts), [p.job for p in planned]
+    )
+    for (qid, g), decision in decisions.items():
+        reason = fast_rebro_reason(g, decision)
+        for c in fast_rebro_jobs(world, qid, g, decision.excess, acted):
+            acted.add(c.id)
+            planned.append(
+                Planned(c, "fast_rebrokerage", rules.REBROKER, reason, world.queues[qid].name)
+            )
+    counts = apply(planned, now, run_id)
+    return {
+        "candidates": len(planned),
+        "acted": sum(counts[r] for r in rules.RULE_NAMES),
+        **{k: v for k, v in sorted(counts.items()) if v},
+    }
+
+
+def approaching(horizon_s: float, now: datetime | None = None, limit: int = 20000) -> list:
+    """[(rule, seconds left)] for jobs a rule will time out within `horizon_s` (the page's
+    histogram): the same scan, run as if the clock were `horizon_s` later."""
+    now = now or clock.now()
+    world = load_world()
+    later = now + timedelta(seconds=horizon_s)
+    out = []
+    for c in scan(world, later, limit=limit):
+        queue = world.view(world.queue_of(c.status, c.site, c.queue_id))
+        d = rules.first_deadline(job_view(c), queue, now, world.limits)
+        if d is not None and d.at <= later:
+            out.append((d.rule.name, (d.at - now).total_seconds()))
+    return out
