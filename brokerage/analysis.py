@@ -208,6 +208,7 @@ class AnalysisContext(JobContext):
     has_input: bool = False
     last_success: Any = None
     n_jobs: int = 1
+    grand_ratio: float = float("inf")  # Σ queued / Σ running over every queue (VP overload)
 
 
 def _listed(names: str) -> list[str]:
@@ -256,8 +257,21 @@ def persistent_checks(task, spec: dict, with_locality: bool) -> list[tuple[str, 
         return None
 
     def vp(q, t, ctx):
-        if t.avoid_vp and "vp" in q.catchall.lower().split(","):
+        if "vp" not in [c.strip() for c in q.catchall.lower().split(",")]:
+            return None
+        if t.avoid_vp:
             return {"avoidVP": True, "catchall": q.catchall}
+        # Overloaded (PanDA's rule): more than 20 queued and no running, or a queued/running
+        # ratio above 1.2 × the ratio over every queue.
+        nq = sum(q.counts.get(s, 0) for s in production.PRE_MATCH)
+        nr = q.counts.get("running", 0)
+        if nq > 20 and (nr == 0 or nq / nr > 1.2 * ctx.grand_ratio):
+            return {
+                "VP_overloaded": True,
+                "nQ": nq,
+                "nR": nr,
+                "grand_ratio": round(ctx.grand_ratio, 3),
+            }
         return None
 
     def disk(q, t, ctx):
@@ -311,6 +325,9 @@ def broker_analysis(task, queues: list, ctx: AnalysisContext, with_locality: boo
         and not (included and not _in(q.name, included))
     ]
     cands = [Candidate(q.name) for q in live]
+    total_q = sum(sum(q.counts.get(s, 0) for s in production.PRE_MATCH) for q in queues)
+    total_r = sum(q.counts.get("running", 0) for q in queues)
+    ctx.grand_ratio = total_q / total_r if total_r else float("inf")
     for q in live:
         q.network = None
     survivors = []

@@ -392,11 +392,26 @@ def check_container(task, software: dict, all_tags: list[dict]) -> str | None:
     return f"container {name} not in containers {containers}"
 
 
+def resolve_platform(sw_platform: str, cmtconfigs: list[str]) -> str:
+    """A regexp sw_platform (one that does not match its own text) becomes the first of the
+    queue's cmtconfigs it fully matches (seed: "resolved to a relevant string in the
+    cmtconfigs list of the queue"); a plain name stays as it is."""
+    if not sw_platform or sw_platform in cmtconfigs:
+        return sw_platform
+    try:
+        pattern = re.compile(sw_platform)
+    except re.error:
+        return sw_platform
+    if pattern.fullmatch(sw_platform):
+        return sw_platform
+    return next((c for c in cmtconfigs if pattern.fullmatch(c)), sw_platform)
+
+
 def check_release(task, spec: dict, software: dict) -> str | None:
     project, version, nightly = parse_release(task.release)
     cvmfs = software.get("cvmfs") or []
     containers = software.get("containers") or []
-    sw_platform = spec["sw_platform"]
+    sw_platform = resolve_platform(spec["sw_platform"], software.get("cmtconfigs") or [])
     if "any" in cvmfs or ("nightlies" if nightly else "atlas") in cvmfs:
         if "any" in containers or "/cvmfs" in containers:
             return None

@@ -187,8 +187,8 @@ def _space_problem(n, threshold_gb: float) -> dict | None:
 
 
 def _locality_problem(task, loc: Locality, tot_size: float, tot_files: int, params) -> dict | None:
-    if task.input_pre_staging:
-        return None  # data carousel guarantees completeness
+    if task.input_pre_staging and (loc.files_any > 0 or tot_files == 0):
+        return None  # incomplete local data will do: the data carousel completes it
     if tot_size > params["INPUT_SIZE_THRESHOLD"]:
         frac = loc.size_any / tot_size
         if frac <= params["INPUT_SIZE_FRACTION"]:
@@ -216,7 +216,8 @@ def _full_chain_nucleus(task, n, parent_nucleus) -> dict | None:
         if n.name != parent_nucleus.name:
             return {"fullChain": fc, "parent_nucleus": parent_nucleus.name}
         return None
-    if n.bare_nucleus == "only" and fc not in ("only", "require", "capable"):
+    # `capable` counts as full chain only with a parent on a bare nucleus (handled above).
+    if n.bare_nucleus == "only" and fc not in ("only", "require"):
         return {"bareNucleus": "only", "fullChain": fc or None}
     if fc == "only" and n.bare_nucleus != "only":
         return {"fullChain": fc, "bareNucleus": n.bare_nucleus or None}
@@ -283,6 +284,8 @@ class JobContext:
     input_mb_per_job: float = 0.0
     # Verdicts shared by the tasks of one cycle (see CHECK_KEYS); None: evaluate everything.
     memo: dict | None = None
+    # A merge task's pre-assigned queues were skipped for 24 h: the pre-assignment is ignored.
+    preassignment_expired: bool = False
 
 
 def zero_share(policy: str, task) -> str | None:
@@ -338,16 +341,19 @@ def effective_running(q) -> tuple[int, str]:
 
 def expected_disk_mb(task, q, ctx: JobContext) -> float:
     input_mb = 0.0 if q.direct_access_lan else ctx.input_mb_per_job
+    per = task.out_disk_count / 1024 if task.out_disk_unit.startswith("kB") else task.out_disk_count
     if task.out_disk_unit.endswith("PerEvent"):
-        out = task.out_disk_count * ctx.n_events
+        out = per * ctx.n_events
     else:
-        out = task.out_disk_count * input_mb
+        out = per * input_mb
     return input_mb + max(MIN_OUTPUT_MB, out) + max(MIN_WORK_MB, task.work_disk_count)
 
 
 def expected_walltime(task, q, ctx: JobContext) -> float:
     cores = q.core_count or 1
     eff = (q.cpu_efficiency or 100) / 100
+    if q.corepower <= 0:
+        return float("inf")  # a queue publishing no CPU power cannot promise any walltime
     return task.cpu_time * ctx.n_events / (cores * q.corepower * eff) + task.base_walltime
 
 
@@ -539,7 +545,8 @@ def job_checks(task, spec: dict) -> list[tuple[str, Check]]:
     def walltime(q, t, ctx):
         est = expected_walltime(t, q, ctx)
         if est < q.mintime or (q.maxtime and est > q.maxtime):
-            return {"expected_s": round(est), "mintime": q.mintime, "maxtime": q.maxtime or None}
+            expected = round(est) if est != float("inf") else "unbounded (corepower 0)"
+            return {"expected_s": expected, "mintime": q.mintime, "maxtime": q.maxtime or None}
         return None
 
     def connectivity(q, t, ctx):
@@ -581,8 +588,6 @@ def job_checks(task, spec: dict) -> list[tuple[str, Check]]:
         return None
 
     def no_pilot(q, t, ctx):
-        if q.num_slots is not None:
-            return None
         if q.last_pilot is None or ctx.now - q.last_pilot > NO_PILOT_AFTER:
             return {"last_pilot": q.last_pilot.isoformat() if q.last_pilot else None}
         return None
@@ -688,6 +693,11 @@ CHECK_KEYS: dict[str, Callable[[Any, JobContext], Any] | None] = {
 }
 
 
+def _input_local(q, ctx: JobContext) -> bool:
+    tot_files = ctx.totals[1]
+    return tot_files == 0 or ctx.locality.get(q.name, Locality()).files_any >= tot_files
+
+
 def queue_weight(task, q, ctx: JobContext, detail: bool = True) -> tuple[float, dict]:
     """The weight and its factors (detail=False: only the weight and the running count, for
     the candidates that will not make the best 10)."""
@@ -696,7 +706,7 @@ def queue_weight(task, q, ctx: JobContext, detail: bool = True) -> tuple[float, 
     tot_size, tot_files = ctx.totals
     loc = ctx.locality.get(q.name, Locality())
     missing_files = max(0, tot_files - loc.files_any)
-    local_input = tot_files == 0 or missing_files == 0
+    local_input = _input_local(q, ctx)
     activated = c.get("activated", 0)
     assigned = 0 if local_input else c.get("assigned", 0)
     starting, defined = c.get("starting", 0), c.get("defined", 0)
@@ -737,7 +747,7 @@ def queue_weight(task, q, ctx: JobContext, detail: bool = True) -> tuple[float, 
 def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
     """Choose up to 10 queues for a task's jobs."""
     spec = task.architecture_spec or architecture.parse(task.architecture)
-    pre = set(_preassigned(task))
+    pre = set() if ctx.preassignment_expired else set(_preassigned(task))
     memo = ctx.memo if not pre else None  # pre-assigned tasks see their own candidate lists
     if memo is not None and "live" in memo:
         live = memo["live"]
@@ -810,7 +820,9 @@ def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
         counts = q.counts
         running = c.factors["running"]
         a_s = counts.get("activated", 0) + counts.get("starting", 0)
-        queued = a_s + counts.get("defined", 0) + counts.get("assigned", 0)
+        # Assigned jobs (waiting for their input) count only when this input is not local.
+        assigned = 0 if _input_local(q, ctx) else counts.get("assigned", 0)
+        queued = a_s + counts.get("defined", 0) + assigned
         if a_s > 2 * running:
             c.remove(
                 "too_many_activated", activated_plus_starting=a_s, running=running, weight=c.weight

@@ -432,6 +432,19 @@ def job_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
 
     memo: dict = {}
     plan = Placement()
+    merges = [t.pk for t in tasks if t.merge and t.site]
+    placed_last = (
+        dict(
+            BrokerageRun.objects.filter(
+                task_id__in=merges, kind=BrokerageRun.Kind.JOB, outcome="assigned"
+            )
+            .values_list("task_id")
+            .annotate(t=Max("at"))
+            .order_by()
+        )
+        if merges
+        else {}
+    )
     for task in tasks:
         jobs = jobs_by_task.get(task.pk)
         if not jobs:
@@ -447,6 +460,8 @@ def job_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
             params=params,
             all_tags=all_tags,
             memo=memo,
+            preassignment_expired=task.pk in merges
+            and now - placed_last.get(task.pk, task.created) >= timedelta(hours=24),
             **job_sizes(datasets, jobs),
         )
         decision = production.broker_jobs(task, queues, ctx)
@@ -479,20 +494,23 @@ class Placement:
         self.pending: list = []
         self.throttled: list = []
 
-    def place(self, task, decision, jobs, by_name, rng) -> None:
+    def place(self, task, decision, jobs, by_name, rng) -> list[int]:
         """The jobs may run at the chosen queues' sites; each waits at one of those queues,
         drawn by weight (PanDA's per-job candidate choice)."""
         best = [by_name[name] for name in decision.chosen]
         weight_of = {c.name: c.weight for c in decision.candidates if not c.removed_by}
         weights = [(q.name, max(weight_of[q.name], 0.0)) for q in best]
         sites = list(dict.fromkeys(q.site.name for q in best))
+        picks = []
         for j in jobs:
             pick = by_name[production.weighted_choice(weights, rng)]
             self.sites_by_job[j["job_id"]] = sites
             self.queue_by_job[j["job_id"]] = pick.pk
             # Later tasks in this cycle see these jobs waiting at the queue.
             pick.counts["activated"] += 1
+            picks.append(pick.pk)
         self.brokered.append(task)
+        return picks
 
     def write(self, now, retry, reason: str) -> int:
         with transaction.atomic():

@@ -138,34 +138,46 @@ def queue_owner_counts(queues) -> dict[tuple[int, int], Counter]:
 
 
 def to_running_rates(queues, now) -> dict[int, float]:
-    """trr: jobs that started running per hour at each queue's site over the last 6 h."""
+    """trr: jobs that started running per hour at each queue over the last 6 h (a brokered job
+    at the queue its brokerage chose, any other at its site's default queue)."""
+    from django.db.models import OuterRef, Subquery
+
     since = now - timedelta(hours=TRR_WINDOW_HOURS)
-    started = dict(
+    default, site_of = services.site_queues()
+    started = Counter()
+    for site, brokered, n in (
         JobStatusHistory.objects.filter(to_status=JobStatus.RUNNING, at__gte=since)
-        .values_list("job__site")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    return {q.pk: started.get(q.site.name, 0) / TRR_WINDOW_HOURS for q in queues}
-
-
-def task_done_counts(task, queues, now, hours: float) -> dict[int, Counter]:
-    first_queue = {}
-    for q in sorted(queues, key=lambda q: q.name):
-        first_queue.setdefault(q.site.name, q.pk)
-    out: dict[int, Counter] = defaultdict(Counter)
-    for site, status, n in (
-        TaskJob.objects.filter(
-            task=task,
-            job__status__in=(JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CLOSED),
-            job__status_changed__gte=now - timedelta(hours=hours),
+        .annotate(
+            brokered=Subquery(
+                TaskJob.objects.filter(job_id=OuterRef("job_id")).values("queue_id")[:1]
+            )
         )
-        .values_list("job__site", "job__status")
+        .values_list("job__site", "brokered")
         .annotate(n=Count("pk"))
         .order_by()
     ):
-        if site in first_queue:
-            out[first_queue[site]][status] += n
+        qid = brokered if brokered is not None and site_of.get(brokered) == site else None
+        qid = qid or default.get(site)
+        if qid is not None:
+            started[qid] += n
+    return {q.pk: started.get(q.pk, 0) / TRR_WINDOW_HOURS for q in queues}
+
+
+def task_done_counts(task, queues, now, hours: float) -> dict[int, Counter]:
+    """The task's jobs that ended in the last `hours`, by the queue they were brokered to."""
+    out: dict[int, Counter] = defaultdict(Counter)
+    for qid, status, n in (
+        TaskJob.objects.filter(
+            task=task,
+            queue__isnull=False,
+            job__status__in=(JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CLOSED),
+            job__status_changed__gte=now - timedelta(hours=hours),
+        )
+        .values_list("queue_id", "job__status")
+        .annotate(n=Count("pk"))
+        .order_by()
+    ):
+        out[qid][status] += n
     return out
 
 
@@ -285,7 +297,9 @@ def analysis_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
                 "retried without the data-locality check"
             )
         if decision.chosen:
-            plan.place(task, decision, jobs, by_name, rng)
+            for qid in plan.place(task, decision, jobs, by_name, rng):
+                # The user's later tasks this cycle see these jobs queued at the queue.
+                owner_counts[(qid, task.owner_id)]["activated"] += 1
             outcome = "assigned"
         else:
             plan.pending.append(task)

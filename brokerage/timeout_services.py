@@ -351,10 +351,13 @@ def fast_rebro_jobs(world: World, qid: int, gshare: str, excess: int, skip: set[
     at_queue = TaskJob.objects.filter(queue_id=qid, job__status__in=waiting).order_by(
         rank, "job_id"
     )
-    matched = TaskJob.objects.filter(
-        job__site=world.queue_site[qid], job__status=JobStatus.STARTING
-    ).order_by("job_id")
-    for qs in (at_queue, matched):
+    site = world.queue_site[qid]
+    matched = TaskJob.objects.filter(job__site=site, job__status=JobStatus.STARTING).order_by(
+        "job_id"
+    )
+    # Starting jobs count at their site's default queue only: take them from there alone.
+    sources = (at_queue, matched) if world.site_queue.get(site) == qid else (at_queue,)
+    for qs in sources:
         want = excess - len(out)
         if want <= 0:
             break

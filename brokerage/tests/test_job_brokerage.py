@@ -351,3 +351,34 @@ def test_queues_of_a_bare_only_nucleus_refuse_normal_tasks():
     only = nucleus("BARE", pk=7, bare_nucleus="only")
     c = broker_one(task(), queue(nucleus=only), context())
     assert c.removed_by == "full_chain" and c.values["queue_bareNucleus"] == "only"
+
+
+def test_assigned_jobs_do_not_block_a_queue_whose_input_is_local():
+    q = queue(counts={"running": 2, "activated": 2, "assigned": 30})
+    local = {"Q1": production.Locality(size_any=10.0, size_disk=10.0, files_any=5)}
+    assert removed(task(), q, context(totals=(10.0, 5), locality=local)) == ""
+    assert removed(task(), q, context(totals=(10.0, 5))) == "too_many_queued"
+
+
+def test_per_event_output_in_kb_is_converted_to_mb():
+    # 500 kB/event × 100 events = 48.8 MB < 1.5 GB: the floor applies, 1836 MB in all.
+    t = task(out_disk_count=500.0, out_disk_unit="kBPerEvent")
+    assert production.expected_disk_mb(t, queue(), context()) == pytest.approx(1536 + 300)
+    t = task(out_disk_count=500.0, out_disk_unit="MBPerEvent")
+    assert production.expected_disk_mb(t, queue(), context()) == pytest.approx(50_000 + 300)
+
+
+def test_a_queue_without_cpu_power_fails_the_walltime_check_instead_of_the_cycle():
+    c = broker_one(task(walltime=3600), queue(corepower=0.0, maxtime=86400), context())
+    assert c.removed_by == "walltime"
+
+
+def test_a_merge_task_forgets_its_preassigned_queues_after_24_hours_of_skips():
+    t = task(merge=True, site="Q1")
+    qs = [queue("Q1", status="offline"), queue("Q2", site_id=11)]
+    d = production.broker_jobs(t, qs, context())
+    assert d.chosen == ["Q1"]  # pre-assigned: its status is not checked
+    qs[0].counts["activated"] = 99  # now every pre-assigned queue is skipped
+    assert production.broker_jobs(t, qs, context()).chosen == []
+    d = production.broker_jobs(t, qs, context(preassignment_expired=True))
+    assert d.chosen == ["Q2"]

@@ -107,8 +107,12 @@ def test_small_inputs_skip_the_locality_thresholds():
     assert broker(task(), [big()], {}, totals=(1.0, 100)).chosen == ["N"]
 
 
-def test_input_prestaging_accepts_nuclei_with_incomplete_data():
-    assert broker(task(input_pre_staging=True), [big()], {}, totals=(5000.0, 5000)).chosen == ["N"]
+def test_input_prestaging_accepts_nuclei_with_incomplete_data_but_not_with_none():
+    t = task(input_pre_staging=True, io_intensity=300.0)  # no locality waiver for it
+    some = {"N": _loc(50.0, 50)}  # 1 % of the bytes and files
+    assert broker(t, [big()], some, totals=(5000.0, 5000)).chosen == ["N"]
+    d = broker(t, [big()], {}, totals=(5000.0, 5000))
+    assert d.chosen == [] and by_name(d)["N"].removed_by == "data_locality"
 
 
 def test_locality_is_waived_when_no_nucleus_passes_for_low_io_small_input_tasks():
@@ -186,7 +190,8 @@ def test_no_nucleus_left_means_no_choice():
         ("require", "allow", True),
         ("require", "", False),
         ("capable", "", True),
-        ("capable", "only", True),
+        # capable without a parent on a bare nucleus is a normal task: not at an 'only' nucleus
+        ("capable", "only", False),
     ],
 )
 def test_full_chain_and_bare_nucleus_combinations(full_chain, bare, ok):
