@@ -296,3 +296,13 @@ def test_only_the_best_ten_analysis_queues_are_kept():
         "ANALY_00",
         "ANALY_01",
     }
+
+
+def test_an_overloaded_vp_queue_is_skipped_even_without_avoid_vp():
+    # 30 queued, none running: overloaded whatever the grand ratio.
+    q = aqueue(catchall="vp", counts={"activated": 30})
+    c, _, _ = one(atask(), q, actx())
+    assert c.removed_by == "vp" and c.values["VP_overloaded"] is True
+    # 30 queued, 100 running at the VP queue, and 30/100 over all queues: not overloaded.
+    q = aqueue(catchall="vp", counts={"activated": 30, "running": 100})
+    assert one(atask(), q, actx())[0].removed_by == ""
