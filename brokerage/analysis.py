@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from brokerage import architecture, production
-from brokerage.production import Candidate, Decision, JobContext
+from brokerage.production import Decision, JobContext
 
 ANALYSIS_TYPES = ("analysis", "unified")
 CLASSED_SHARES = ("User Analysis", "Express Analysis")
@@ -324,21 +324,13 @@ def broker_analysis(task, queues: list, ctx: AnalysisContext, with_locality: boo
         and not (excluded and _in(q.name, excluded))
         and not (included and not _in(q.name, included))
     ]
-    cands = [Candidate(q.name) for q in live]
     total_q = sum(sum(q.counts.get(s, 0) for s in production.PRE_MATCH) for q in queues)
     total_r = sum(q.counts.get("running", 0) for q in queues)
     ctx.grand_ratio = total_q / total_r if total_r else float("inf")
     for q in live:
         q.network = None
-    survivors = []
-    for q, c in zip(live, cands, strict=True):
-        for name, check in persistent_checks(task, spec, with_locality):
-            values = check(q, task, ctx)
-            if values is not None:
-                c.remove(name, **values)
-                break
-        else:
-            survivors.append((q, c))
+    checks = persistent_checks(task, spec, with_locality)
+    cands, survivors = production.first_failing(live, checks, task, ctx)
     if not survivors:
         return Decision(cands, [], "every queue was skipped by persistent issues"), True, {}
 

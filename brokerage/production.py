@@ -744,6 +744,22 @@ def queue_weight(task, q, ctx: JobContext, detail: bool = True) -> tuple[float, 
     return w, factors
 
 
+def first_failing(live: list, checks, task, ctx) -> tuple[list[Candidate], list[tuple]]:
+    """Each queue through the checks in order: a candidate per queue, removed by the first
+    check that fails it; and the (queue, candidate) pairs that passed every check."""
+    cands = [Candidate(q.name) for q in live]
+    survivors = []
+    for q, c in zip(live, cands, strict=True):
+        for name, check in checks:
+            values = check(q, task, ctx)
+            if values is not None:
+                c.remove(name, **values)
+                break
+        else:
+            survivors.append((q, c))
+    return cands, survivors
+
+
 def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
     """Choose up to 10 queues for a task's jobs."""
     spec = task.architecture_spec or architecture.parse(task.architecture)
@@ -782,16 +798,7 @@ def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
     checks = job_checks(task, spec)
     removed_rows: list[tuple] = []
     if memo is None:
-        cands = [Candidate(q.name) for q in live]
-        survivors = []
-        for q, c in zip(live, cands, strict=True):
-            for name, check in checks:
-                values = check(q, task, ctx)
-                if values is not None:
-                    c.remove(name, **values)
-                    break
-            else:
-                survivors.append((q, c))
+        cands, survivors = first_failing(live, checks, task, ctx)
     else:
         alive = set(range(len(live)))
         for name, check in checks:

@@ -26,7 +26,7 @@ from brokerage.models import (
 )
 from brokerage.network import LinkData
 from config import clock, gdpconfig
-from config.cycles import cycle
+from config.cycles import current_run_id, cycle
 from matcher import services as job_services
 from matcher.models import FINAL_STATES, Job, JobStatus, Pilot, PilotStatus
 
@@ -169,24 +169,35 @@ def site_queues() -> tuple[dict[str, int], dict[int, str]]:
     return default, site_of
 
 
+def queue_of_match(site: str, brokered: int | None, default, site_of) -> int | None:
+    """The queue a matched job counts at: the one its brokerage chose if it ran at that
+    queue's site, else its site's default queue (see site_queues)."""
+    if brokered is not None and site_of.get(brokered) == site:
+        return brokered
+    return default.get(site)
+
+
+def brokered_queue(job_ref: str = "job_id"):
+    """A subquery: the queue the brokerage chose for the row's job (None for other jobs)."""
+    from django.db.models import OuterRef, Subquery
+
+    return Subquery(TaskJob.objects.filter(job_id=OuterRef(job_ref)).values("queue_id")[:1])
+
+
 def matched_rows(extra: tuple[str, ...]):
     """(queue id, *extra values, n) for the matched jobs: a brokered job counts at the queue
     its brokerage chose when it went to that queue's site, any other at its site's default."""
-    from django.db.models import OuterRef, Subquery
 
     default, site_of = site_queues()
     rows = (
         Job.objects.filter(status__in=POST_MATCH_STATES)
-        .annotate(
-            brokered=Subquery(TaskJob.objects.filter(job_id=OuterRef("pk")).values("queue_id")[:1])
-        )
+        .annotate(brokered=brokered_queue("pk"))
         .values_list("site", "brokered", *extra)
         .annotate(n=Count("pk"))
         .order_by()
     )
     for site, brokered, *values, n in rows:
-        qid = brokered if brokered is not None and site_of.get(brokered) == site else None
-        qid = qid or default.get(site)
+        qid = queue_of_match(site, brokered, default, site_of)
         if qid is None:
             continue
         values = ["starting" if v == JobStatus.SENT else v for v in values]
@@ -304,7 +315,7 @@ def tasks_due(status_ready_q: Q, now) -> Q:
 def task_brokerage(rng=None, run_id=None) -> dict:
     """Assign a nucleus to every production task waiting for one."""
     rng = rng or random.Random()
-    run_id = run_id or _current_run_id("task_brokerage")
+    run_id = run_id or current_run_id("task_brokerage")
     now = clock.now()
     tasks = list(
         Task.objects.filter(kind=Task.Kind.PRODUCTION, nucleus__isnull=True)
@@ -354,13 +365,6 @@ def task_brokerage(rng=None, run_id=None) -> dict:
     return {"tasks": len(tasks), "assigned": assigned, "pending": pending}
 
 
-def _current_run_id(kind: str) -> int | None:
-    from config.models import CycleRun
-
-    run = CycleRun.objects.filter(kind=kind, status=CycleRun.Status.RUNNING).first()
-    return run.pk if run else None
-
-
 def _store_run(task, kind, decision, outcome, now, run_id) -> BrokerageRun:
     return BrokerageRun.objects.create(**_run_fields(task, kind, decision, outcome, now, run_id))
 
@@ -397,7 +401,7 @@ def load_links() -> tuple[dict[int, dict[int, LinkData]], dict[int, int]]:
 def job_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
     """Place the defined jobs of every task ready for it on up to 10 queues each."""
     rng = rng or random.Random()
-    run_id = run_id or _current_run_id("job_brokerage")
+    run_id = run_id or current_run_id("job_brokerage")
     now = clock.now()
     due = Task.objects.filter(kind=Task.Kind.PRODUCTION).filter(
         tasks_due(Q(status__in=(TaskStatus.READY, TaskStatus.RUNNING)), now)

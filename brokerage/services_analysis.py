@@ -21,7 +21,7 @@ from brokerage.models import (
 )
 from brokerage.production import Decision
 from config import clock, gdpconfig
-from config.cycles import cycle
+from config.cycles import current_run_id, cycle
 from matcher import services as job_services
 from matcher.models import Job, JobStatus, JobStatusHistory
 
@@ -140,24 +140,17 @@ def queue_owner_counts(queues) -> dict[tuple[int, int], Counter]:
 def to_running_rates(queues, now) -> dict[int, float]:
     """trr: jobs that started running per hour at each queue over the last 6 h (a brokered job
     at the queue its brokerage chose, any other at its site's default queue)."""
-    from django.db.models import OuterRef, Subquery
-
     since = now - timedelta(hours=TRR_WINDOW_HOURS)
     default, site_of = services.site_queues()
     started = Counter()
     for site, brokered, n in (
         JobStatusHistory.objects.filter(to_status=JobStatus.RUNNING, at__gte=since)
-        .annotate(
-            brokered=Subquery(
-                TaskJob.objects.filter(job_id=OuterRef("job_id")).values("queue_id")[:1]
-            )
-        )
+        .annotate(brokered=services.brokered_queue())
         .values_list("job__site", "brokered")
         .annotate(n=Count("pk"))
         .order_by()
     ):
-        qid = brokered if brokered is not None and site_of.get(brokered) == site else None
-        qid = qid or default.get(site)
+        qid = services.queue_of_match(site, brokered, default, site_of)
         if qid is not None:
             started[qid] += n
     return {q.pk: started.get(q.pk, 0) / TRR_WINDOW_HOURS for q in queues}
@@ -220,7 +213,7 @@ def stabilizer_table(user_id: int, queues, owner_counts, trr, params) -> list[di
 def analysis_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
     """Throttle or broker every analysis task with jobs waiting for brokerage."""
     rng = rng or random.Random()
-    run_id = run_id or services._current_run_id("analysis_brokerage")
+    run_id = run_id or current_run_id("analysis_brokerage")
     now = clock.now()
     due = Task.objects.filter(kind=Task.Kind.ANALYSIS).filter(
         Q(status__in=(TaskStatus.READY, TaskStatus.RUNNING, TaskStatus.THROTTLED))

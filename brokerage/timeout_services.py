@@ -29,7 +29,7 @@ from brokerage import services
 from brokerage import timeouts as rules
 from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus, TimeoutAction
 from config import clock, gdpconfig
-from config.cycles import cycle
+from config.cycles import current_run_id, cycle
 from matcher import services as job_services
 from matcher.models import MULTI_VALUED_FIELDS, Job, JobStatus, JobStatusHistory, TaskQueueJob
 
@@ -630,9 +630,7 @@ def fast_rebro_reason(g: str, f: rules.FastRebro) -> str:
 @cycle("timeouts")
 def timeouts_cycle(run_id=None) -> dict:
     """Apply every timeout rule and fast rebrokerage once; returns counts per rule."""
-    from brokerage.services import _current_run_id
-
-    run_id = run_id or _current_run_id("timeouts")
+    run_id = run_id or current_run_id("timeouts")
     now = clock.now()
     starts, task_job_counts = job_statistics()
     world = load_world(starts)

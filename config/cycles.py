@@ -36,6 +36,15 @@ def cycle(kind: str):
     return wrap
 
 
+def current_run_id(kind: str) -> int | None:
+    """The id of the run of `kind` under way (a cycle body records it on what it writes)."""
+    return (
+        CycleRun.objects.filter(kind=kind, status=CycleRun.Status.RUNNING)
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
 def _advisory_key(kind: str) -> int:
     return zlib.crc32(f"gridwms-cycle:{kind}".encode()) & 0x7FFFFFFF
 

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Count
 
 from config import clock, gdpconfig
-from config.cycles import cycle
+from config.cycles import current_run_id, cycle
 from matcher import director, match, matching
 from matcher.models import (
     PILOT_FINAL_STATES,
@@ -204,10 +204,7 @@ def director_cycle(rng: random.Random | None = None) -> dict:
     """The seed's TaskQueue director, one iteration."""
     rng = rng or random.Random()
     now = clock.now()
-    from config.models import CycleRun
-
-    run = CycleRun.objects.filter(kind="director", status=CycleRun.Status.RUNNING).first()
-    run_id = run.pk if run else None
+    run_id = current_run_id("director")
     loads = [tq for tq in taskqueue_loads() if tq.jobs > 0]
     if not loads:
         return {"taskqueues": 0, "pilots": 0}
