@@ -4,7 +4,6 @@ from django import forms
 from django.contrib import messages
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
-from rest_framework.exceptions import ValidationError
 
 from brokerage import charts, production, services
 from brokerage.api.serializers import TaskSubmitSerializer
@@ -13,6 +12,7 @@ from brokerage.filters import TaskFilterSet
 from brokerage.models import BrokerageRun, Nucleus, PandaQueue, Task, TaskJob, TimeoutAction
 from brokerage.network import LinkData, network_weight
 from config import clock, gdpconfig
+from config.errors import add_to_form
 from config.paging import paginate
 from matcher.charts import to_html
 
@@ -99,13 +99,8 @@ def task_submit(request):
             {"dataset": n.strip()} for n in data.pop("inputs", "").split(",") if n.strip()
         ]
         body = TaskSubmitSerializer(data=data, context={"request": request})
-        try:
-            body.is_valid(raise_exception=True)
-        except ValidationError:
-            for field, errors in body.errors.items():
-                target = field if field in form.fields else None
-                for e in errors if isinstance(errors, list) else [errors]:
-                    form.add_error(target, f"{field}: {e}" if target is None else str(e))
+        if not body.is_valid():
+            add_to_form(form, body.errors)
         else:
             fields = dict(body.validated_data)
             inputs = [(i["dataset"], i["master"]) for i in fields.pop("inputs", [])]

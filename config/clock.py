@@ -65,6 +65,11 @@ def now() -> datetime:
     return real + _offset
 
 
+def is_simulated() -> bool:
+    """Whether now() reads the simulated grid's clock rather than the real one."""
+    return _simulated() and _state() is not None
+
+
 def speed() -> float:
     """How many simulated seconds pass per real second (1 outside the simulation)."""
     if _simulated():

@@ -10,6 +10,7 @@ it dies with the process, so a run left `running` by a crashed worker is recogni
 from __future__ import annotations
 
 import logging
+import time
 import traceback
 import zlib
 from collections.abc import Callable
@@ -104,6 +105,7 @@ def run_cycle(kind: str, **kwargs) -> CycleRun:
                 status=CycleRun.Status.SKIPPED,
                 error="another run of this cycle is under way",
             )
+        started = time.monotonic()
         try:
             counts = body(**kwargs) or {}
         except Exception as exc:
@@ -115,7 +117,8 @@ def run_cycle(kind: str, **kwargs) -> CycleRun:
             run.status = CycleRun.Status.SUCCESS
             run.counts = counts
         run.finished = clock.now()
-        run.save(update_fields=["status", "error", "counts", "finished"])
+        run.real_seconds = time.monotonic() - started
+        run.save(update_fields=["status", "error", "counts", "finished", "real_seconds"])
         return run
     finally:
         _advisory_unlock(kind)

@@ -17,7 +17,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
-    path("api/v1/", include("config.api.urls")),
+    # Namespaced: the API root lists the API's own routes, not the pages of the same names.
+    path("api/v1/", include(("config.api.urls", "api"), namespace="api")),
     path("config/", include("config.urls_pages")),
     path("shares/", include("shares.urls")),
     path("brokerage/", include("brokerage.urls")),

@@ -7,6 +7,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from config import gdpconfig
+from config.confirm import confirmation
 from config.decorators import staff_required
 from config.forms import ParameterForm
 from config.models import CycleRun, ParameterValue
@@ -88,6 +89,15 @@ def parameters(request):
 @require_POST
 def parameter_rollback(request, name, version):
     p = _param_or_404(name)
+    page = confirmation(
+        request,
+        title=f"Roll {p.name} back",
+        question=f"Roll {p.name} back to version {version}? Every process reads it within seconds.",
+        action="Roll back",
+        back=f"/config/#param-{p.name}",
+    )
+    if page is not None:
+        return page
     try:
         gdpconfig.rollback(p.name, version, request.user)
     except gdpconfig.ConfigError as exc:

@@ -1,6 +1,10 @@
-"""Plotly figure builders: plain data in, figures out (rendered with include_plotlyjs=False)."""
+"""Plotly figure builders: plain data in, figures out; `to_html` places one on a page."""
+
+import uuid
 
 import plotly.graph_objects as go
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 STATUS_COLOURS = {
     "activated": "#3b82f6",
@@ -51,10 +55,19 @@ def jobs_by_priority_figure(rows: list[dict]) -> go.Figure:
 
 
 def to_html(fig: go.Figure) -> str:
-    return fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        config={"displaylogo": False, "responsive": True},
+    """A placeholder and the figure as JSON, no inline code: static/js/gridwms.js draws it once
+    plotly has loaded (deferred, and only on pages that have a chart)."""
+    chart_id = f"chart-{uuid.uuid4().hex[:12]}"
+    # plotly's own encoder (dates, numpy); <, > and & escaped so that no text ends the script
+    spec = fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return format_html(
+        '<div style="height:{}px; width:100%;"><div id="{}" class="plotly-graph-div" '
+        'style="height:100%; width:100%;"></div>'
+        '<script type="application/json" data-chart="{}">{}</script></div>',
+        fig.layout.height or 450,
+        chart_id,
+        chart_id,
+        mark_safe(spec),  # JSON, its markup characters escaped above
     )
 
 

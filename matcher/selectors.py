@@ -3,7 +3,7 @@
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from matcher.models import Job, JobStatus, TaskQueue, TaskQueueJob
+from matcher.models import Job, JobStatus, Pilot, TaskQueue, TaskQueueJob
 
 
 def taskqueues_with_counts(queryset=None):
@@ -28,6 +28,14 @@ def visible_taskqueues(user):
         from django.db.models import Q
 
         qs = qs.filter(Q(owner=user) | Q(owner_group_id__in=user.visible_group_ids()))
+    return qs
+
+
+def visible_pilots(user):
+    """Staff see every pilot; a user those with its DN or running on its credential."""
+    qs = Pilot.objects.all()
+    if not user.is_staff:
+        qs = qs.filter(owner_dn=user.dn or "-") | qs.filter(credential_user=user)
     return qs
 
 

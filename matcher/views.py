@@ -1,11 +1,14 @@
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
+from config.confirm import confirmation
 from config.decorators import staff_required
+from config.errors import add_to_form, error_messages
 from config.paging import paginate
 from matcher import charts, dashboard, match, selectors, services, why
 from matcher.api.resources import ResourceDescriptionSerializer
@@ -13,7 +16,15 @@ from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
 from matcher.forms import JDLForm, JobSubmitForm, ResourceForm
 from matcher.jdl import JDLError, parse_jdl
-from matcher.models import PILOT_WAITING_STATES, ComputingElement, Job, Pilot, Site
+from matcher.models import (
+    PILOT_WAITING_STATES,
+    ComputingElement,
+    DirectorDecision,
+    Job,
+    Pilot,
+    Site,
+    TaskQueue,
+)
 
 
 def home(request):
@@ -58,12 +69,24 @@ def job_detail(request, pk):
     return render(request, "matcher/job_detail.html", context)
 
 
-def _job_action(request, pk, fn, verb):
+def _job_action(request, pk, fn, verb, ask: tuple[str, str] | None = None):
+    """Do `fn` to the job; `ask` = (action, question) asks first (a destructive action)."""
     job = get_object_or_404(
         Job.objects.visible_to(request.user).select_related("owner_group"), pk=pk
     )
     if not services.can_act_on(request.user, job):
         raise PermissionDenied
+    if ask is not None:
+        action, question = ask
+        page = confirmation(
+            request,
+            title=f"{action} job {job.pk}",
+            question=question,
+            action=action,
+            back=f"/jobs/{job.pk}/",
+        )
+        if page is not None:
+            return page
     try:
         fn(job.pk, request.user)
         messages.success(request, f"Job {job.pk} {verb}.")
@@ -74,7 +97,8 @@ def _job_action(request, pk, fn, verb):
 
 @require_POST
 def job_kill(request, pk):
-    return _job_action(request, pk, services.kill_job, "killed")
+    question = f"Kill job {pk}? It is cancelled wherever it is and does not run again."
+    return _job_action(request, pk, services.kill_job, "killed", ask=("Kill", question))
 
 
 @require_POST
@@ -111,9 +135,9 @@ def job_submit(request):
                     if job:
                         messages.success(request, f"Job {job.pk} submitted from JDL.")
                         return redirect("job-detail", pk=job.pk)
-                    for key, errs in errors.items():
-                        label = names.get(key, key)
-                        jdl_errors += [f"{label}: {e}" for e in errs]
+                    for where, message in error_messages(errors):
+                        field = where.split(".")[0].split("[")[0]
+                        jdl_errors.append(f"{names.get(field, where)}: {message}")
         else:
             form = JobSubmitForm(request.POST, user=request.user)
             if form.is_valid():
@@ -121,9 +145,7 @@ def job_submit(request):
                 if job:
                     messages.success(request, f"Job {job.pk} submitted.")
                     return redirect("job-detail", pk=job.pk)
-                for key, errs in errors.items():
-                    for e in errs:
-                        form.add_error(key if key in form.fields else None, e)
+                add_to_form(form, errors)
     return render(
         request,
         "matcher/job_submit.html",
@@ -139,9 +161,13 @@ def taskqueue_list(request):
 
 
 def taskqueue_detail(request, pk):
-    tq = get_object_or_404(
-        selectors.taskqueues_with_counts(selectors.visible_taskqueues(request.user)), pk=pk
+    tq = (
+        selectors.taskqueues_with_counts(selectors.visible_taskqueues(request.user))
+        .filter(pk=pk)
+        .first()
     )
+    if tq is None:
+        return past_taskqueue(request, pk)
     by_priority = selectors.jobs_by_priority(tq.pk)
     context = {
         "tq": tq,
@@ -155,6 +181,25 @@ def taskqueue_detail(request, pk):
         ).count(),
     }
     return render(request, "matcher/taskqueue_detail.html", context)
+
+
+def past_taskqueue(request, pk):
+    """A TaskQueue that emptied and was removed (pilots and jobs keep its id): what is known of
+    it, its jobs and where they went, the pilots sent for it and the director's decisions."""
+    jobs = Job.objects.visible_to(request.user).filter(task_queue_id=pk)
+    pilots = selectors.visible_pilots(request.user).filter(task_queue_id=pk)
+    if TaskQueue.objects.filter(pk=pk).exists() or not (jobs.exists() or pilots.exists()):
+        raise Http404(f"no TaskQueue {pk}")  # one you may not see, or an id nothing refers to
+    context = {
+        "pk": pk,
+        "example": jobs.select_related("owner", "owner_group").order_by("id").first(),
+        "counts": selectors.jobs_by_status(jobs),
+        "jobs": jobs.select_related("owner").order_by("-status_changed", "-id")[:20],
+        "pilots": pilots.order_by("-submitted", "-id")[:20],
+        "pilot_count": pilots.count(),
+        "decisions": DirectorDecision.objects.filter(task_queue_id=pk).order_by("-cycle_run")[:10],
+    }
+    return render(request, "matcher/taskqueue_past.html", context)
 
 
 def site_list(request):

@@ -3,20 +3,13 @@ from django.shortcuts import get_object_or_404, render
 
 from config.models import CycleRun
 from config.paging import paginate
-from matcher import charts, pilots
+from matcher import charts, pilots, selectors
 from matcher.filters import PilotFilterSet
-from matcher.models import DirectorDecision, Job, Pilot
-
-
-def _visible_pilots(user):
-    qs = Pilot.objects.all()
-    if not user.is_staff:
-        qs = qs.filter(owner_dn=user.dn or "-") | qs.filter(credential_user=user)
-    return qs
+from matcher.models import DirectorDecision, Job
 
 
 def pilot_list(request):
-    filterset = PilotFilterSet(request.GET, queryset=_visible_pilots(request.user))
+    filterset = PilotFilterSet(request.GET, queryset=selectors.visible_pilots(request.user))
     context = {
         "filter": filterset,
         "page": paginate(request, filterset.qs),
@@ -26,7 +19,7 @@ def pilot_list(request):
 
 
 def pilot_detail(request, pk):
-    pilot = get_object_or_404(_visible_pilots(request.user), pk=pk)
+    pilot = get_object_or_404(selectors.visible_pilots(request.user), pk=pk)
     context = {
         "pilot": pilot,
         "history": pilot.history.all(),

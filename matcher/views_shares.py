@@ -10,7 +10,9 @@ from shares.models import GroupChange
 def shares_page(request):
     data = share_overview.overview()
     for row in data["rows"]:
-        row["form"] = GroupShareForm(instance=row["group"], prefix=f"g{row['group'].pk}")
+        row["form"] = GroupShareForm(
+            instance=row["group"], prefix=GroupShareForm.prefix_for(row["group"])
+        )
     history = share_overview.share_history()
     corr_history = share_overview.correction_history()
     params = {}

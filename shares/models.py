@@ -61,6 +61,15 @@ class User(AbstractUser):
         return list(self.grid_groups.filter(job_sharing=True).values_list("id", flat=True))
 
 
+# How the grid names the fields a GroupChange records.
+FIELD_LABELS = {
+    "job_share": "JobShare",
+    "job_sharing": "JobSharing",
+    "generic_pilot": "GenericPilot",
+    "description": "description",
+}
+
+
 class GroupChange(models.Model):
     """One change of a group's JobShare or properties: who, when, old -> new; revertible."""
 
@@ -79,6 +88,10 @@ class GroupChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group} {self.field}: {self.old} → {self.new}"
+
+    @property
+    def field_label(self) -> str:
+        return FIELD_LABELS.get(self.field, self.field)
 
 
 class UsageTick(models.Model):

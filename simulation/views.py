@@ -3,6 +3,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from config import clock
+from config.confirm import confirmation
 from config.decorators import staff_required
 from config.models import CycleRun
 from simulation import services
@@ -22,6 +23,17 @@ def clock_page(request):
 @require_POST
 def clock_action(request):
     action = request.POST.get("action", "")
+    if action == "pause":
+        page = confirmation(
+            request,
+            title="Pause the simulated clock",
+            question="Pause the simulated clock? Arrivals, cycles and pilots stand still until "
+            "it is resumed.",
+            action="Pause",
+            back="/simulation/",
+        )
+        if page is not None:
+            return page
     try:
         if action == "pause":
             services.set_clock(request.user, running=False)

@@ -201,10 +201,17 @@ def test_staff_edit_a_jobshare_on_the_shares_page(
 ):
     mc = GridGroup.objects.get(name="lhcb_mc")
     client.force_login(users["admin"])
+    page = client.get("/shares/").content.decode()
+    # The page draws one form per group, its fields named with the group's prefix.
+    assert f'name="g{mc.pk}-job_share"' in page and f'name="g{mc.pk}-comment"' in page
     with django_capture_on_commit_callbacks(execute=True):
         r = client.post(
             f"/shares/groups/{mc.pk}/",
-            {"job_share": "450", "job_sharing": "on", "comment": "more MC"},
+            {
+                f"g{mc.pk}-job_share": "450",
+                f"g{mc.pk}-job_sharing": "on",
+                f"g{mc.pk}-comment": "more MC",
+            },
         )
     assert r.status_code == 302
     mc.refresh_from_db()

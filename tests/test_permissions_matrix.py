@@ -5,7 +5,8 @@ erin (lhcb_mc, which has JobSharing, so she shares carol's lhcb_mc jobs); pilot 
 pilot credential, lhcb_pilot); admin (staff).
 
 Expectations come from DESIGN §5 and the code: anonymous visitors see nothing but the login
-page (API: 401/403; pages: a redirect to the login page); a user sees and acts on its own jobs,
+page (API: 401 saying how to authenticate; pages, the API's documentation and, for a browser,
+its schema: a redirect to the login page that comes back); a user sees and acts on its own jobs,
 tasks and job ads and on those of its JobSharing groups, and someone else's are 404 (their
 existence is not revealed); a pilot reports only on the jobs it was given (403); staff edit
 shares, parameters and topology, everyone else gets 403.
@@ -13,6 +14,8 @@ shares, parameters and topology, everyone else gets 403.
 The list of routes is walked from the URL resolver: a route with no row here fails the
 completeness test, so a new page or endpoint cannot be forgotten.
 """
+
+from urllib.parse import quote
 
 import pytest
 from django.test import Client
@@ -22,11 +25,13 @@ from rest_framework.test import APIClient
 from tests._matrix_world import JOB_AD, build_demo, populate, shared_state
 
 SUBJECTS = ["anonymous", "alice", "bob", "erin", "pilot", "admin"]
+BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 PASSWORD = "gridwms"  # matcher.demo.USER_PASSWORD
 PARAM = "CycleStaleSeconds"
 
 # Expectation tokens, one per subject in SUBJECTS order:
-#   D    denied to an anonymous visitor: API 401 or 403, a page redirects to /login/
+#   D    denied to an anonymous visitor: API 401 with WWW-Authenticate, a page redirects to
+#        /login/?next=<the page>
 #   R    a redirect (302) somewhere other than /login/: a form action done (or the admin's
 #        own login page)
 #   a|b  either status
@@ -396,7 +401,8 @@ ROWS = [
     ("login", "GET", "/login/", None, "200 200 200 200 200 200"),
     ("logout", "POST", "/logout/", None, "D D D D D D"),  # signed out: the login page
     ("favicon.ico", "GET", "/favicon.ico", None, "301 301 301 301 301 301"),
-    # The schema and its viewers, like the rest of the API, are for signed-in clients.
+    # The schema and its viewers, like the rest of the API, are for signed-in clients; a
+    # browser (these rows ask as one) is sent to the login page, a program gets 401 (below).
     ("schema", "GET", "/api/schema/", None, A),
     ("swagger-ui", "GET", "/api/docs/", None, A),
     ("redoc", "GET", "/api/redoc/", None, A),
@@ -409,8 +415,10 @@ ROWS = [
     ("job-submit", "POST", "/jobs/submit/", {"jdl": "[ CPUTime = 1000; ]"}, "D R R R R R"),
     ("job-detail", "GET", "/jobs/{alice_job}/", None, "D 200 404 404 404 200"),
     ("job-detail", "GET", "/jobs/{carol_job}/", None, "D 404 404 200 404 200"),
-    ("job-kill", "POST", "/jobs/{alice_job}/kill/", None, "D R 404 404 404 R"),
-    ("job-kill", "POST", "/jobs/{carol_job}/kill/", None, "D 404 404 R 404 R"),
+    # Destructive actions ask first (200: the page asking) and act on a yes.
+    ("job-kill", "POST", "/jobs/{alice_job}/kill/", {}, "D 200 404 404 404 200"),
+    ("job-kill", "POST", "/jobs/{alice_job}/kill/", {"confirm": "yes"}, "D R 404 404 404 R"),
+    ("job-kill", "POST", "/jobs/{carol_job}/kill/", {"confirm": "yes"}, "D 404 404 R 404 R"),
     ("job-kill", "GET", "/jobs/{alice_job}/kill/", None, "D 405 405 405 405 405"),
     ("job-reschedule", "POST", "/jobs/{alice_job}/reschedule/", None, "D R 404 404 404 R"),
     ("taskqueue-list", "GET", "/taskqueues/", None, A),
@@ -427,14 +435,22 @@ ROWS = [
         "group-edit",
         "POST",
         "/shares/groups/{lhcb_mc}/",
-        {"job_share": "400", "job_sharing": "on", "comment": "matrix"},
+        # the Shares page's own form: each group's fields carry its prefix
+        {"g{lhcb_mc}-job_share": "400", "g{lhcb_mc}-job_sharing": "on", "g{lhcb_mc}-comment": "m"},
         STAFF_WRITE + " R",
     ),
     (
         "group-change-revert",
         "POST",
         "/shares/changes/{group_change}/revert/",
-        None,
+        {},
+        STAFF_WRITE + " 200",
+    ),
+    (
+        "group-change-revert",
+        "POST",
+        "/shares/changes/{group_change}/revert/",
+        {"confirm": "yes"},
         STAFF_WRITE + " R",
     ),
     ("parameters", "GET", "/config/", None, STAFF_WRITE + " 200"),
@@ -449,7 +465,14 @@ ROWS = [
         "parameter-rollback",
         "POST",
         f"/config/{PARAM}/rollback/{{param_version}}/",
-        None,
+        {},
+        STAFF_WRITE + " 200",
+    ),
+    (
+        "parameter-rollback",
+        "POST",
+        f"/config/{PARAM}/rollback/{{param_version}}/",
+        {"confirm": "yes"},
         STAFF_WRITE + " R",
     ),
     ("cycle-runs", "GET", "/config/cycles/", None, A),
@@ -503,6 +526,20 @@ ROWS = [
         "POST",
         "/simulation/clock/",
         {"action": "pause"},
+        STAFF_WRITE + " 200",
+    ),
+    (
+        "simulation-clock-action",
+        "POST",
+        "/simulation/clock/",
+        {"action": "pause", "confirm": "yes"},
+        STAFF_WRITE + " R",
+    ),
+    (
+        "simulation-clock-action",
+        "POST",
+        "/simulation/clock/",
+        {"action": "resume"},
         STAFF_WRITE + " R",
     ),
 ]
@@ -577,7 +614,7 @@ def _request(state, subject, method, url, body):
             client.credentials(HTTP_AUTHORIZATION=f"Token {tokens[subject]}")
         kwargs = {"format": "json"} if body is not None else {}
         return getattr(client, method.lower())(url, body, **kwargs)
-    client = Client()
+    client = Client(HTTP_ACCEPT=BROWSER_ACCEPT)  # pages are asked for by a browser
     if subject != "anonymous":
         client.force_login(users[subject])
     if method == "GET":
@@ -585,12 +622,15 @@ def _request(state, subject, method, url, body):
     return client.generic(method, url) if body is None else client.post(url, body)
 
 
-def _matches(token: str, response, api: bool) -> bool:
+def _matches(token: str, response, api: bool, url: str = "") -> bool:
     status = response.status_code
     if token == "D":
         if api:
-            return status in (401, 403)
-        return status == 302 and response["Location"].startswith("/login/")
+            return status == 401 and response.get("WWW-Authenticate") == "Token"
+        # A signed-in visitor signing out lands on the login page itself; otherwise the login
+        # page comes back to the page asked for.
+        back = {f"/login/?next={quote(url)}"} | ({"/login/"} if url == "/logout/" else set())
+        return status == 302 and response["Location"] in back
     if token == "R":
         return status == 302 and not response["Location"].startswith("/login/")
     return status in {int(t) for t in token.split("|")}
@@ -647,8 +687,10 @@ def test_the_subject_gets_what_the_design_allows(
     assert _key(match.route, match.url_name, namespace) == key, (url, match.route)
     if body == "SITE_AD":
         body = _site_ad()
+    if isinstance(body, dict):
+        body = {k.format(**matrix_world["ids"]): v for k, v in body.items()}
     response = _request(matrix_world, subject, method, url, body)
-    assert _matches(token, response, url.startswith("/api/")), (
+    assert _matches(token, response, url.startswith("/api/v1/"), url), (
         subject,
         method,
         url,

@@ -22,7 +22,13 @@ class StrictCharField(serializers.CharField):
 class NamedRelatedField(serializers.SlugRelatedField):
     """A related object named by a string field (`slug_field`). A name that is not a string,
     or holds a NUL character (which PostgreSQL text cannot store, so the lookup itself would
-    fail with a server error), names nothing: 400."""
+    fail with a server error), names nothing: 400, "no dataset named x"."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if self.queryset is not None and "error_messages" not in kwargs:
+            kind = self.queryset.model._meta.verbose_name
+            self.error_messages["does_not_exist"] = f"There is no {kind} named {{value}}."
 
     def to_internal_value(self, data):
         if not isinstance(data, str) or "\x00" in data:

@@ -1,4 +1,12 @@
+import math
+from datetime import datetime
+
 from django import template
+from django.utils import timezone
+from django.utils.dateformat import format as date_format
+from django.utils.html import format_html, format_html_join
+
+from config import clock
 
 register = template.Library()
 
@@ -9,3 +17,100 @@ def pct(value, digits=1):
     if value is None or value == "":
         return "—"
     return f"{float(value) * 100:.{int(digits)}f} %"
+
+
+@register.filter
+def number(value):
+    """A measured number as people read it: 4 significant digits, no exponent, no trailing
+    zeros (33.18000272488074 -> '33.18', 1.88333 -> '1.883', 0.00012345 -> '0.0001235')."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, int):  # bool too
+        return str(value)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    digits = max(0, 3 - math.floor(math.log10(abs(value))))
+    text = f"{value:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _readable(value):
+    if isinstance(value, dict):
+        if not value:
+            return format_html('<span class="muted">—</span>')
+        return format_html(
+            '<dl class="kvs">{}</dl>',
+            format_html_join(
+                "",
+                "<div><dt>{}</dt><dd>{}</dd></div>",
+                ((k, _readable(v)) for k, v in value.items()),
+            ),
+        )
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return format_html('<span class="muted">none</span>')
+        return format_html_join(", ", "{}", ((_readable(v),) for v in value))
+    if value is None:
+        return format_html('<span class="muted">—</span>')
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return number(value)
+    return format_html("{}", value)
+
+
+@register.filter
+def readable(value):
+    """A stored structure (JSON: counts, factors, a parsed spec) as people read it: a dict as a
+    key/value list (nested ones inside), a list comma-separated, numbers rounded."""
+    return format_html("{}", _readable(value))
+
+
+def ago(seconds: float) -> str:
+    """'3 min ago', 'in 2 h', 'just now' (whole units, rounded down)."""
+    future, seconds = seconds < 0, abs(seconds)
+    if seconds < 5:
+        return "just now"
+    size, unit = next(
+        u for u in ((86400, "d"), (3600, "h"), (60, "min"), (1, "s")) if seconds >= u[0]
+    )
+    text = f"{int(seconds // size)} {unit}"
+    return f"in {text}" if future else f"{text} ago"
+
+
+@register.filter
+def when(value, kind="sim"):
+    """A timestamp with how long ago it was. `sim` (the default) marks what the system's
+    clock wrote (jobs, tasks, pilots, cycles): while the simulated grid's clock drives it, the
+    time is labelled simulated and "ago" counts on that clock. `real` marks wall-clock
+    timestamps (gdpconfig history)."""
+    if not isinstance(value, datetime):
+        return format_html('<span class="muted">—</span>') if not value else value
+    simulated = kind != "real" and clock.is_simulated()
+    now = clock.now() if kind != "real" else timezone.now()
+    local = timezone.localtime(value) if timezone.is_aware(value) else value
+    text = date_format(local, "Y-m-d H:i:s")
+    relative = ago((now - value).total_seconds())
+    if simulated:
+        speed = clock.speed()
+        pace = f"{number(speed)}× real time" if speed else "paused"
+        return format_html(
+            '<time datetime="{}" class="sim" title="simulated time (the clock runs {})">{}</time>'
+            ' <abbr class="sim-label" title="simulated time">sim</abbr>'
+            ' <span class="ago">{}</span>',
+            value.isoformat(),
+            pace,
+            text,
+            relative,
+        )
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time> <span class="ago">{}</span>',
+        value.isoformat(),
+        "real time" if kind == "real" else relative,
+        text,
+        relative,
+    )

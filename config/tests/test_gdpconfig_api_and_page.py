@@ -78,6 +78,19 @@ def test_staff_roll_back_from_the_page(client, users):
     gdpconfig.set_value("MaxRescheduling", 4)
     gdpconfig.set_value("MaxRescheduling", 8)
     client.force_login(users["admin"])
-    r = client.post("/config/MaxRescheduling/rollback/1/")
+    r = client.post("/config/MaxRescheduling/rollback/1/", {"confirm": "yes"})
     assert r.status_code == 302
     assert gdpconfig.get("MaxRescheduling") == 4
+
+
+def test_a_rollback_without_a_yes_asks_first_and_changes_nothing(client, users):
+    gdpconfig.set_value("MaxRescheduling", 4)
+    gdpconfig.set_value("MaxRescheduling", 8)
+    client.force_login(users["admin"])
+    r = client.post("/config/MaxRescheduling/rollback/1/")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "Roll MaxRescheduling back to version 1?" in html
+    assert 'name="confirm" value="yes"' in html
+    gdpconfig.invalidate()
+    assert gdpconfig.get("MaxRescheduling") == 8

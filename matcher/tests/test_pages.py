@@ -72,10 +72,21 @@ def test_the_taskqueue_page_shows_waiting_jobs_by_user_priority(client, users, s
 def test_killing_from_the_job_page_cancels_the_job(client, users, submit):
     job = submit("alice", cpu_time=100)
     client.force_login(users["alice"])
-    r = client.post(f"/jobs/{job.pk}/kill/", follow=True)
+    r = client.post(f"/jobs/{job.pk}/kill/", {"confirm": "yes"}, follow=True)
     assert f"Job {job.pk} killed." in r.content.decode()
     job.refresh_from_db()
     assert job.status == "cancelled"
+
+
+def test_a_kill_without_a_yes_asks_first_and_leaves_the_job_alone(client, users, submit):
+    job = submit("alice", cpu_time=100)
+    client.force_login(users["alice"])
+    r = client.post(f"/jobs/{job.pk}/kill/")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert f"Kill job {job.pk}?" in html and 'name="confirm" value="yes"' in html
+    job.refresh_from_db()
+    assert job.status == "activated"
 
 
 def test_another_user_cannot_open_or_kill_a_job_page(client, users, submit):

@@ -5,10 +5,29 @@ from shares.models import GridGroup, GroupChange, User
 
 class GridGroupSerializer(serializers.ModelSerializer):
     job_share = serializers.FloatField(min_value=0.0, help_text="JobShare (≥ 0).")
+    comment = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        help_text="Why: recorded with each change in the group's history.",
+    )
 
     class Meta:
         model = GridGroup
-        fields = ["id", "name", "description", "job_share", "job_sharing", "generic_pilot"]
+        fields = [
+            "id",
+            "name",
+            "description",
+            "job_share",
+            "job_sharing",
+            "generic_pilot",
+            "comment",
+        ]
+
+    def create(self, validated_data):
+        validated_data.pop("comment", None)  # a new group has no history yet
+        return super().create(validated_data)
 
 
 class MeSerializer(serializers.ModelSerializer):

@@ -18,10 +18,14 @@ class GridGroupViewSet(viewsets.ModelViewSet):
     permission_classes = [StaffWriteOrReadOnly]
 
     def perform_update(self, serializer):
-        changes = {k: v for k, v in serializer.validated_data.items() if k in services.EDITABLE}
+        data = serializer.validated_data
+        if data.get("name", serializer.instance.name) != serializer.instance.name:
+            raise serializers.ValidationError({"name": ["a group keeps its name"]})
+        changes = {k: v for k, v in data.items() if k in services.EDITABLE}
+        comment = data.get("comment") or "via the API"
         try:
             serializer.instance = services.update_group(
-                serializer.instance, changes, self.request.user, "via the API"
+                serializer.instance, changes, self.request.user, comment
             )
         except services.ShareError as exc:
             raise serializers.ValidationError({exc.field: [exc.message]}) from None

@@ -100,7 +100,10 @@ def test_staff_pause_resume_and_change_the_speed_on_the_clock_page(db, users, cl
     assert client.get("/simulation/").status_code == 200
     assert client.post("/simulation/clock/", {"action": "pause"}).status_code == 403
     client.force_login(users["admin"])
-    client.post("/simulation/clock/", {"action": "pause"})
+    asked = client.post("/simulation/clock/", {"action": "pause"})
+    assert "Pause the simulated clock?" in asked.content.decode()
+    assert SimulationClock.objects.get(pk=1).running  # not without a yes
+    client.post("/simulation/clock/", {"action": "pause", "confirm": "yes"})
     assert not SimulationClock.objects.get(pk=1).running
     client.post("/simulation/clock/", {"action": "resume"})
     client.post("/simulation/clock/", {"action": "speed", "speed": "120"})

@@ -39,7 +39,7 @@ def test_staff_open_every_page_and_each_draws_without_errors(page):
         concrete = re.sub(r"{(\w+)}", lambda m: str(ids[m.group(1)]), url)
         response = page.goto(concrete)
         assert response.status == 200, (route, concrete, response.status)
-        charts = page.page.locator(".js-plotly-plot").count()
+        charts = page.page.locator(".plotly-graph-div").count()
         if charts:
             page.page.wait_for_selector(".js-plotly-plot .main-svg")
         page.screenshot("page-" + route.replace(":", "-"))

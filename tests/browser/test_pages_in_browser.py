@@ -124,8 +124,11 @@ def test_staff_edit_a_jobshare_in_the_admin_and_the_shares_page_shows_it(page, g
     page.page.click("input[name=_save]")
     page.page.wait_for_selector("text=was changed successfully")
     page.goto("/shares/")
-    row = page.page.locator("tr", has_text="lhcb_mc")
+    row = page.page.locator("tr.group-row[data-group=lhcb_mc]")
     assert "650" in row.inner_text()
+    # Recorded like an edit on the Shares page, and so revertible.
+    change = page.page.locator("#history tr", has_text="lhcb_mc")
+    assert "300.0 → 650.0" in change.inner_text() and "in the admin" in change.inner_text()
 
 
 def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, grid):
@@ -185,6 +188,8 @@ def test_staff_pause_and_speed_up_the_simulated_clock(page, grid):
     page.login("admin", demo.ADMIN_PASSWORD)
     page.goto("/simulation/")
     page.page.click("button[value=pause]")
+    page.page.click("#confirm-dialog button[value=yes]")  # pausing asks first
+    page.page.wait_for_selector("button[value=resume]")
     assert "paused" in page.page.locator("#sim-state").inner_text()
     page.page.click("button[value=resume]")
     page.page.fill("input[name=speed]", "300")
