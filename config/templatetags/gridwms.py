@@ -5,6 +5,7 @@ from django import template
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from config import clock
 
@@ -41,7 +42,7 @@ def number(value):
 def _readable(value):
     if isinstance(value, dict):
         if not value:
-            return format_html('<span class="muted">—</span>')
+            return mark_safe('<span class="muted">—</span>')
         return format_html(
             '<dl class="kvs">{}</dl>',
             format_html_join(
@@ -52,10 +53,10 @@ def _readable(value):
         )
     if isinstance(value, (list, tuple)):
         if not value:
-            return format_html('<span class="muted">none</span>')
+            return mark_safe('<span class="muted">none</span>')
         return format_html_join(", ", "{}", ((_readable(v),) for v in value))
     if value is None:
-        return format_html('<span class="muted">—</span>')
+        return mark_safe('<span class="muted">—</span>')
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (int, float)):
@@ -89,7 +90,7 @@ def when(value, kind="sim"):
     time is labelled simulated and "ago" counts on that clock. `real` marks wall-clock
     timestamps (gdpconfig history)."""
     if not isinstance(value, datetime):
-        return format_html('<span class="muted">—</span>') if not value else value
+        return mark_safe('<span class="muted">—</span>') if not value else value
     simulated = kind != "real" and clock.is_simulated()
     now = clock.now() if kind != "real" else timezone.now()
     local = timezone.localtime(value) if timezone.is_aware(value) else value

@@ -30,6 +30,28 @@ def test_a_cycle_run_is_recorded_with_its_counts(db, registered):
     assert run.finished is not None and run.duration_s >= 0
 
 
+def test_a_cycle_lasts_real_seconds_however_fast_the_simulated_clock_runs(
+    db, registered, monkeypatch
+):
+    """4.5 real seconds at 60x are 270 simulated ones: the duration shown is the real one."""
+    real = [1000.0]
+    monkeypatch.setattr(cycles.time, "monotonic", lambda: real[0])
+
+    @cycles.cycle("test_slow")
+    def slow():
+        real[0] += 4.5
+        clock.advance(270)
+        return {}
+
+    try:
+        run = cycles.run_cycle("test_slow")
+    finally:
+        cycles.CYCLES.pop("test_slow")
+    run.refresh_from_db()
+    assert (run.finished - run.started).total_seconds() == pytest.approx(270, abs=1)
+    assert run.duration_s == pytest.approx(4.5)
+
+
 def test_a_failing_cycle_is_recorded_as_failed_with_its_error(db, registered):
     run = cycles.run_cycle("test_boom")
     assert run.status == "failed"

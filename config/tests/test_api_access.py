@@ -1,0 +1,66 @@
+"""How clients find and enter the API: its root lists the API's own endpoints; an anonymous
+program is told how to authenticate (401 + WWW-Authenticate); an anonymous browser asking for
+the documentation is sent to the login page and back; the documentation loads nothing from
+another host."""
+
+import re
+from urllib.parse import quote
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+
+def test_the_api_root_lists_the_api_endpoints_not_the_pages(world, users):
+    from rest_framework.authtoken.models import Token
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get(user=users['alice']).key}")
+    root = client.get("/api/v1/")
+    assert root.status_code == 200
+    for name in ("jobs", "task-queues", "pilots", "sites", "tasks", "nuclei"):
+        assert root.data[name] == f"http://testserver/api/v1/{name}/", name
+    assert all(url.startswith("http://testserver/api/v1/") for url in root.data.values())
+    listed = client.get(root.data["jobs"])  # each answers the token with JSON, not a redirect
+    assert listed.status_code == 200 and "results" in listed.data
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/v1/", "/api/v1/jobs/", "/api/v1/groups/", "/api/v1/config/", "/api/schema/"]
+)
+def test_an_anonymous_program_is_told_how_to_authenticate(db, url):
+    r = APIClient().get(url)
+    assert r.status_code == 401
+    assert r["WWW-Authenticate"] == "Token"
+
+
+def test_a_wrong_token_is_refused_with_401_too(db):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    r = client.get("/api/v1/jobs/")
+    assert r.status_code == 401 and r["WWW-Authenticate"] == "Token"
+
+
+@pytest.mark.parametrize("url", ["/api/docs/", "/api/redoc/", "/api/schema/"])
+def test_an_anonymous_browser_goes_to_the_login_page_and_comes_back(world, url):
+    browser = Client(HTTP_ACCEPT=BROWSER_ACCEPT)
+    r = browser.get(url)
+    assert r.status_code == 302 and r["Location"] == f"/login/?next={quote(url)}"
+    back = browser.post(
+        r["Location"], {"username": "alice", "password": "gridwms", "next": url}, follow=True
+    )
+    assert back.redirect_chain[-1][0] == url and back.status_code == 200
+
+
+def test_redoc_loads_its_bundle_and_logo_locally(world, users):
+    client = Client()
+    client.force_login(users["alice"])
+    html = client.get("/api/redoc/").content.decode()
+    sources = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert sources and all(s.startswith("/") for s in sources), sources
+    assert "/static/vendor/redoc.standalone.js" in sources
+    bundle = b"".join(client.get("/static/vendor/redoc.standalone.js").streaming_content)
+    assert b"cdn.redoc.ly" not in bundle and b"/static/img/redoc-logo.svg" in bundle
+    assert client.get("/static/img/redoc-logo.svg").status_code == 200
