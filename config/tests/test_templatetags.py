@@ -31,9 +31,7 @@ def test_a_stored_structure_reads_as_key_value_pairs_not_a_python_dict():
     assert readable(["a", "b"]) == "a, b" and readable(True) == "yes"
 
 
-def test_a_time_says_how_long_ago_and_is_marked_simulated_only_on_the_simulated_clock(
-    db, settings
-):
+def test_a_time_says_how_long_ago_and_is_marked_simulated_only_on_the_simulated_clock(db, settings):
     from datetime import timedelta
 
     from config import clock

@@ -43,9 +43,7 @@ def test_a_pilots_link_to_an_emptied_taskqueue_opens_its_past_page(client, users
     assert f'href="/jobs/?task_queue={tq_id}"' in html
 
 
-def test_a_past_taskqueue_shows_its_owner_what_they_may_see_and_nobody_else(
-    client, users, submit
-):
+def test_a_past_taskqueue_shows_its_owner_what_they_may_see_and_nobody_else(client, users, submit):
     job, tq_id, _pilot = _emptied_taskqueue(submit, users)
     client.force_login(users["alice"])
     assert client.get(f"/taskqueues/{tq_id}/").status_code == 200
