@@ -77,7 +77,7 @@ def test_times_are_marked_simulated_while_the_simulated_clock_drives_the_pages(
     assert 'class="ago"' in html and 'class="sim-label"' not in html  # the real clock
     settings.SIMULATED_CLOCK = True
     now = clock.now()
-    SimulationClock.objects.create(running=True, speed=60, anchor_real=now, anchor_sim=now)
+    SimulationClock.objects.create(pk=1, running=True, speed=60, anchor_real=now, anchor_sim=now)
     clock.invalidate()
     try:
         html = client.get(f"/jobs/{job.pk}/").content.decode()

@@ -44,7 +44,7 @@ def test_a_time_says_how_long_ago_and_is_marked_simulated_only_on_the_simulated_
     assert "3 min ago" in html and "sim" not in html
     settings.SIMULATED_CLOCK = True
     now = clock.now()
-    SimulationClock.objects.create(running=False, speed=60, anchor_real=now, anchor_sim=now)
+    SimulationClock.objects.create(pk=1, running=False, speed=60, anchor_real=now, anchor_sim=now)
     clock.invalidate()
     try:
         html = when(three_min)
