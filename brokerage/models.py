@@ -400,6 +400,22 @@ class BrokerageRun(models.Model):
     def __str__(self) -> str:
         return f"{self.get_kind_display()} for task {self.task_id} at {self.at:%Y-%m-%d %H:%M}"
 
+    @property
+    def removed_counts(self) -> dict[str, int]:
+        """Check → candidates removed. A throttled analysis run stores its throttle (a dict of
+        the values compared) under "throttle" instead: it is no count."""
+        return {
+            k: v
+            for k, v in self.removed_by.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+
+    @property
+    def throttle(self) -> dict | None:
+        """The throttle that held a throttled run back, with the values it compared."""
+        held = self.removed_by.get("throttle") if isinstance(self.removed_by, dict) else None
+        return held if isinstance(held, dict) else None
+
     @staticmethod
     def encode_trace(rows: list) -> bytes:
         return zlib.compress(orjson.dumps(rows), 1)

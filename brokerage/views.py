@@ -64,7 +64,10 @@ def task_detail(request, pk):
                 c["name"],
             ),
         )
-        context["removed_chart"] = to_html(charts.removed_by_figure(run.removed_by, len(kept)))
+        if run.throttle is None:
+            # A throttled run looked at no candidate: its page shows the throttle instead.
+            removed = charts.removed_by_figure(run.removed_counts, len(kept))
+            context["removed_chart"] = to_html(removed)
         if kept:
             context["weights_chart"] = to_html(charts.weights_figure(kept, run.chosen))
     return render(request, "brokerage/task_detail.html", context)
