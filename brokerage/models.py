@@ -357,7 +357,10 @@ class TaskDataset(models.Model):
 class TaskJob(models.Model):
     """A job a task generated, with the queue its brokerage chose first."""
 
-    job = models.OneToOneField(Job, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    # job.task_job: a job's task, read by the matcher's pages and API without importing brokerage.
+    job = models.OneToOneField(
+        Job, primary_key=True, on_delete=models.CASCADE, related_name="task_job"
+    )
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="task_jobs")
     queue = models.ForeignKey(
         PandaQueue, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
