@@ -76,6 +76,11 @@ def task_detail(request, pk):
 class TaskForm(forms.Form):
     """The common parameters; the API takes every one of them."""
 
+    kind = forms.ChoiceField(
+        choices=Task.Kind.choices,
+        required=False,
+        help_text="production needs a group with the ProductionManagement property",
+    )
     name = forms.CharField(max_length=200)
     owner_group = forms.CharField(max_length=64)
     processing_type = forms.CharField(max_length=64, initial="simul")
@@ -116,8 +121,11 @@ def task_submit(request):
             messages.success(request, f"Task {task.pk} submitted with {task.n_jobs} jobs.")
             return redirect("task-detail", pk=task.pk)
     if not form.is_bound:
-        group = request.user.grid_groups.order_by("name").first()
+        # A production group first, if the user has one; else an analysis task.
+        group = request.user.grid_groups.order_by("-production_management", "name").first()
         form.initial["owner_group"] = group.name if group else ""
+        production = group is not None and group.production_management
+        form.initial["kind"] = Task.Kind.PRODUCTION if production else Task.Kind.ANALYSIS
     return render(request, "brokerage/task_submit.html", {"form": form})
 
 

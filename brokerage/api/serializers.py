@@ -126,6 +126,19 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
         names = [i["dataset"].name for i in attrs.get("inputs", [])]
         if len(names) != len(set(names)):
             raise serializers.ValidationError({"inputs": ["a dataset is listed twice"]})
+        kind = attrs.get("kind", Task.Kind.PRODUCTION)
+        group = attrs.get("owner_group")
+        if kind == Task.Kind.PRODUCTION and group is not None and not group.production_management:
+            # DIRAC: production work needs a group with the ProductionManagement property.
+            raise serializers.ValidationError(
+                {
+                    "kind": [
+                        f"production tasks need a group with the ProductionManagement "
+                        f"property; {group.name} has none (submit an analysis task, or use "
+                        "a production group)"
+                    ]
+                }
+            )
         return attrs
 
 

@@ -8,7 +8,15 @@ class GridGroupSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = GridGroup
-        fields = ["id", "name", "description", "job_share", "job_sharing", "generic_pilot"]
+        fields = [
+            "id",
+            "name",
+            "description",
+            "job_share",
+            "job_sharing",
+            "generic_pilot",
+            "production_management",
+        ]
 
 
 class MeSerializer(serializers.ModelSerializer):
