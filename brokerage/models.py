@@ -255,8 +255,10 @@ class TaskStatus(models.TextChoices):
     PENDING = "pending"
     THROTTLED = "throttled"
     RUNNING = "running", "running (jobs brokered)"
-    DONE = "done"
-    FAILED = "failed"
+    # Final (JEDI's): every job ended, all of them finished / some finished / none finished.
+    DONE = "done", "done (every job finished)"
+    FINISHED = "finished", "finished (some jobs did not)"
+    FAILED = "failed", "failed (no job finished)"
 
 
 class Task(models.Model):
@@ -368,6 +370,10 @@ class TaskJob(models.Model):
     n_events = models.PositiveIntegerField(default=0)
     input_files = models.PositiveIntegerField(default=0)
     input_size_mb = models.FloatField(default=0)
+    # JEDI's retries: a job closed by the defined timeout is retried as a new job (attempt + 1);
+    # the closed one is `reassigned` and no longer counts for its task's final state.
+    attempt = models.PositiveSmallIntegerField(default=1)
+    reassigned = models.BooleanField(default=False, help_text="closed and retried as a new job")
 
     class Meta:
         indexes = [models.Index(fields=["queue"], name="taskjob_queue")]

@@ -6,11 +6,11 @@ from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from rest_framework.exceptions import ValidationError
 
-from brokerage import charts, production, services
+from brokerage import charts, lifecycle, production, services
 from brokerage.api.serializers import TaskSubmitSerializer
 from brokerage.api.views import visible_tasks
 from brokerage.filters import TaskFilterSet
-from brokerage.models import BrokerageRun, Nucleus, PandaQueue, Task, TaskJob, TimeoutAction
+from brokerage.models import BrokerageRun, Nucleus, PandaQueue, Task, TimeoutAction
 from brokerage.network import LinkData, network_weight
 from config import clock, gdpconfig
 from config.paging import paginate
@@ -21,6 +21,9 @@ def task_list(request):
     qs = visible_tasks(request.user).select_related("owner", "owner_group", "nucleus")
     filterset = TaskFilterSet(request.GET, queryset=qs)
     page = paginate(request, filterset.qs)
+    counts = lifecycle.job_counts(t.pk for t in page.rows)
+    for task in page.rows:
+        task.jobs = counts.get(task.pk)
     return render(request, "brokerage/task_list.html", {"filter": filterset, "page": page})
 
 
@@ -40,16 +43,7 @@ def task_detail(request, pk):
         "runs": runs,
         "run": run,
         "inputs": task.inputs.select_related("dataset"),
-        "job_counts": dict(
-            Counter(
-                dict(
-                    TaskJob.objects.filter(task=task)
-                    .values_list("job__status")
-                    .annotate(n=Count("pk"))
-                    .order_by()
-                )
-            )
-        ),
+        "jobs": lifecycle.job_counts([task.pk]).get(task.pk),
     }
     if run is not None:
         candidates = run.candidates
