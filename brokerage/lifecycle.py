@@ -144,6 +144,9 @@ def _open_jobs():
     return _current_jobs().filter(job__status__in=OPEN_JOB_STATES)
 
 
+CHUNK = 1000  # tasks per grouped count and UPDATE: bounded statements on the first run too
+
+
 @cycle("task_completion")
 def task_completion(run_id=None) -> dict:
     """Give every open task whose jobs have all ended its final state."""
@@ -151,8 +154,16 @@ def task_completion(run_id=None) -> dict:
         Task.objects.filter(status__in=OPEN_TASK_STATES)
         .filter(Exists(_current_jobs()))
         .exclude(Exists(_open_jobs()))
+        .order_by("pk")
     )
     ids = list(ended.values_list("pk", flat=True))
+    done: Counter = Counter()
+    for start in range(0, len(ids), CHUNK):
+        done.update(_finish(ids[start : start + CHUNK]))
+    return {"tasks": sum(done.values()), **{str(s): n for s, n in sorted(done.items())}}
+
+
+def _finish(ids: list[int]) -> Counter:
     counts: dict[int, Counter] = defaultdict(Counter)
     for task_id, status, n in (
         TaskJob.objects.filter(task_id__in=ids, reassigned=False)
@@ -182,7 +193,7 @@ def task_completion(run_id=None) -> dict:
                     modified=now,
                 )
             )
-    return {"tasks": sum(done.values()), **{str(s): n for s, n in sorted(done.items())}}
+    return done
 
 
 # --- reassignment -------------------------------------------------------------------------------
