@@ -372,8 +372,11 @@ class TaskJob(models.Model):
     input_size_mb = models.FloatField(default=0)
     # JEDI's retries: a job closed by the defined timeout is retried as a new job (attempt + 1);
     # the closed one is `reassigned` and no longer counts for its task's final state.
-    attempt = models.PositiveSmallIntegerField(default=1)
-    reassigned = models.BooleanField(default=False, help_text="closed and retried as a new job")
+    # db_default: bulk loads name only the columns they fill.
+    attempt = models.PositiveSmallIntegerField(default=1, db_default=1)
+    reassigned = models.BooleanField(
+        default=False, db_default=False, help_text="closed and retried as a new job"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["queue"], name="taskjob_queue")]

@@ -477,7 +477,8 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
             moves.append((i, p.job.status, to))
             counts[p.rule] += 1
             counts[f"to_{to}"] += 1
-        updates[(True, False)] += _reassign(reassigning, by_id)
+        reassigned, counts["retried"] = _reassign(reassigning, by_id)
+        updates[(True, False)] += reassigned
         if reschedule:
             rows, dropped = _reschedule(reschedule, by_id)
             updates[(True, True)] = rows
@@ -519,18 +520,20 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
     return counts
 
 
-def _reassign(ids: list[int], by_id: dict) -> list[tuple]:
-    """Task jobs the defined timeout closes: their work retried as new jobs (lifecycle), the
-    closed jobs' rows [(id, closed, reason naming the retry, None)] for the caller."""
+def _reassign(ids: list[int], by_id: dict) -> tuple[list[tuple], int]:
+    """Task jobs the defined timeout closes: their work retried as new jobs (lifecycle). The
+    closed jobs' rows [(id, closed, reason naming the retry, None)] for the caller, and the
+    number of retries defined."""
     if not ids:
-        return []
+        return [], 0
     max_attempt = gdpconfig.get("TASK_MAX_ATTEMPT")
-    rows = []
+    rows, retried = [], 0
     for i, (retry, attempt) in lifecycle.reassign(ids, max_attempt).items():
         p = by_id[i]
         p.reason = lifecycle.reassign_reason(p.reason, retry, attempt, max_attempt)
         rows.append((i, JobStatus.CLOSED, p.reason, None))
-    return rows
+        retried += retry is not None
+    return rows, retried
 
 
 def _reschedule(ids: list[int], by_id: dict) -> tuple[list[tuple], set[int]]:

@@ -86,7 +86,8 @@ def test_a_defined_task_job_past_four_hours_is_closed_and_its_work_retried(make_
     first, other = jobs_of(task)
     Job.objects.filter(pk=other).update(status=JobStatus.ACTIVATED)
     clock.advance(4 * HOUR + 60)
-    timeouts_cycle()
+    result = timeouts_cycle()
+    assert (result["defined"], result["to_closed"], result["retried"]) == (1, 1, 1)
     old = Job.objects.get(pk=first)
     assert old.status == JobStatus.CLOSED
     entry = old.history.order_by("-at", "-pk").first()
