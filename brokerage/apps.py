@@ -7,6 +7,7 @@ class BrokerageConfig(AppConfig):
 
     def ready(self) -> None:
         from brokerage import (  # noqa: F401  (params, cycles, explainers)
+            lifecycle,
             params,
             params_timeouts,
             services,

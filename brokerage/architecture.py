@@ -230,12 +230,14 @@ def parse(text: str) -> dict:
 # --- matching against a queue ----------------------------------------------------------------
 
 
-def _accepts(queue_values: list[str], task_value: str | None, regexp: bool = False) -> bool:
+def _accepts(queue_values: list[str] | None, task_value: str | None, regexp: bool = False) -> bool:
     """A queue attribute list accepts a task value (seed: 'blah' accepts blah or nothing; with
-    'excl', only blah; "" or 'any' accept any value)."""
-    values = [v for v in queue_values if v != "excl"]
+    'excl', only blah; "" or 'any' accept any value). A queue that publishes no list for the
+    attribute takes only tasks that do not name it: an absent value is no wildcard (DESIGN §6,
+    PanDA's JsonSoftwareCheck)."""
+    values = [v for v in queue_values or () if v != "excl"]
     if task_value is None:
-        return "excl" not in queue_values
+        return "excl" not in (queue_values or ())
     if "any" in values or "" in values or task_value in values:
         return True
     if regexp:
@@ -291,9 +293,9 @@ def check_cpu(spec: dict, software: dict) -> str | None:
         return "queue publishes no cpu architecture"
     for c in cpus:
         if (
-            _accepts(cpu.get("arch") or [""], c.get("arch"), regexp=True)
-            and _accepts(cpu.get("vendor") or [""], c.get("vendor"))
-            and _accepts(cpu.get("instr") or [""], c.get("instr"))
+            _accepts(cpu.get("arch"), c.get("arch"), regexp=True)
+            and _accepts(cpu.get("vendor"), c.get("vendor"))
+            and _accepts(cpu.get("instr"), c.get("instr"))
         ):
             return None
     return (
@@ -393,16 +395,17 @@ def check_container(task, software: dict, all_tags: list[dict]) -> str | None:
 
 
 def resolve_platform(sw_platform: str, cmtconfigs: list[str]) -> str:
-    """A regexp sw_platform (one that does not match its own text) becomes the first of the
-    queue's cmtconfigs it fully matches (seed: "resolved to a relevant string in the
-    cmtconfigs list of the queue"); a plain name stays as it is."""
+    """The sw_platform read as a regexp becomes the first of the queue's cmtconfigs it fully
+    matches (seed: "The regexp in sw_platform is resolved to a relevant string in the
+    cmtconfigs list of the queue"); a name the queue lists, or one nothing matches, stays as
+    it is. Every sw_platform is tried as a regexp, also one that matches its own text
+    (`gcc.*` matches ".*"): telling patterns from names by that test left such patterns
+    unresolved."""
     if not sw_platform or sw_platform in cmtconfigs:
         return sw_platform
     try:
         pattern = re.compile(sw_platform)
     except re.error:
-        return sw_platform
-    if pattern.fullmatch(sw_platform):
         return sw_platform
     return next((c for c in cmtconfigs if pattern.fullmatch(c)), sw_platform)
 

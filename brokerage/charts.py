@@ -6,7 +6,9 @@ from matcher.charts import PALETTE, _layout
 
 
 def removed_by_figure(removed_by: dict[str, int], kept: int) -> go.Figure:
-    checks = sorted(removed_by, key=lambda k: -removed_by[k])
+    """A bar per check: how many candidates it removed (counts only, see
+    BrokerageRun.removed_counts), and the candidates kept."""
+    checks = sorted(removed_by, key=lambda k: (-removed_by[k], k))
     fig = go.Figure(
         go.Bar(
             x=[removed_by[c] for c in checks] + [kept],

@@ -255,8 +255,10 @@ class TaskStatus(models.TextChoices):
     PENDING = "pending"
     THROTTLED = "throttled"
     RUNNING = "running", "running (jobs brokered)"
-    DONE = "done"
-    FAILED = "failed"
+    # Final (JEDI's): every job ended, all of them finished / some finished / none finished.
+    DONE = "done", "done (every job finished)"
+    FINISHED = "finished", "finished (some jobs did not)"
+    FAILED = "failed", "failed (no job finished)"
 
 
 class Task(models.Model):
@@ -357,7 +359,10 @@ class TaskDataset(models.Model):
 class TaskJob(models.Model):
     """A job a task generated, with the queue its brokerage chose first."""
 
-    job = models.OneToOneField(Job, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    # job.task_job: a job's task, read by the matcher's pages and API without importing brokerage.
+    job = models.OneToOneField(
+        Job, primary_key=True, on_delete=models.CASCADE, related_name="task_job"
+    )
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="task_jobs")
     queue = models.ForeignKey(
         PandaQueue, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -365,6 +370,13 @@ class TaskJob(models.Model):
     n_events = models.PositiveIntegerField(default=0)
     input_files = models.PositiveIntegerField(default=0)
     input_size_mb = models.FloatField(default=0)
+    # JEDI's retries: a job closed by the defined timeout is retried as a new job (attempt + 1);
+    # the closed one is `reassigned` and no longer counts for its task's final state.
+    # db_default: bulk loads name only the columns they fill.
+    attempt = models.PositiveSmallIntegerField(default=1, db_default=1)
+    reassigned = models.BooleanField(
+        default=False, db_default=False, help_text="closed and retried as a new job"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["queue"], name="taskjob_queue")]
@@ -399,6 +411,22 @@ class BrokerageRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} for task {self.task_id} at {self.at:%Y-%m-%d %H:%M}"
+
+    @property
+    def removed_counts(self) -> dict[str, int]:
+        """Check → candidates removed. A throttled analysis run stores its throttle (a dict of
+        the values compared) under "throttle" instead: it is no count."""
+        return {
+            k: v
+            for k, v in self.removed_by.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+
+    @property
+    def throttle(self) -> dict | None:
+        """The throttle that held a throttled run back, with the values it compared."""
+        held = self.removed_by.get("throttle") if isinstance(self.removed_by, dict) else None
+        return held if isinstance(held, dict) else None
 
     @staticmethod
     def encode_trace(rows: list) -> bytes:

@@ -18,7 +18,22 @@ def _reg(name, kind, default, help, **kw):
 
 
 _reg("TIMEOUT_pending", FLOAT, 1.0, "Pending jobs are re-brokered after this long.", unit="h")
-_reg("TIMEOUT_defined", FLOAT, 4.0, "Defined jobs are re-brokered after this long.", unit="h")
+_reg(
+    "TIMEOUT_defined",
+    FLOAT,
+    4.0,
+    "A task's job still defined (not brokered) after this long is reassigned: closed, and its "
+    "work retried as a new job, up to TASK_MAX_ATTEMPT attempts.",
+    unit="h",
+)
+_reg(
+    "TASK_MAX_ATTEMPT",
+    INT,
+    3,
+    "How many jobs a task's piece of work may take (JEDI's maxAttempt): a job the defined "
+    "timeout closes is retried as a new job until this many attempts were made.",
+    minimum=1,
+)
 _reg("TIMEOUT_assigned", FLOAT, 12.0, "Assigned jobs are re-brokered after this long.", unit="h")
 _reg("TIMEOUT_throttled", FLOAT, 7 * 24.0, "Throttled jobs are closed after this long.", unit="h")
 _reg(

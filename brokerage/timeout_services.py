@@ -25,7 +25,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from brokerage import services
+from brokerage import lifecycle, services
 from brokerage import timeouts as rules
 from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus, TimeoutAction
 from config import clock, gdpconfig
@@ -451,18 +451,23 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
         rebroker_tasks: set[int] = set()
         task_jobs: list[int] = []
         reschedule: list[int] = []
+        reassigning: list[int] = []
         moves = []
         for i in keep:
             p = by_id[i]
-            if p.action == rules.REBROKER and p.job.task_id is not None:
+            if p.action == rules.REASSIGN and p.job.task_id is not None:
+                to = JobStatus.CLOSED
+                rebroker_tasks.add(p.job.task_id)
+                reassigning.append(i)
+            elif p.action in (rules.REBROKER, rules.REASSIGN) and p.job.task_id is not None:
                 to = JobStatus.DEFINED
                 rebroker_tasks.add(p.job.task_id)
                 task_jobs.append(i)
                 updates[(True, False)].append((i, to, p.reason, None))
-            elif p.action == rules.REBROKER and p.job.reschedule_count < limit:
+            elif p.action in (rules.REBROKER, rules.REASSIGN) and p.job.reschedule_count < limit:
                 to = JobStatus.ACTIVATED
                 reschedule.append(i)
-            elif p.action == rules.REBROKER:
+            elif p.action in (rules.REBROKER, rules.REASSIGN):
                 to = JobStatus.FAILED
                 p.reason = f"{p.reason}; MaxRescheduling ({limit}) reached"[:255]
                 updates[(False, False)].append((i, to, p.reason, None))
@@ -472,6 +477,8 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
             moves.append((i, p.job.status, to))
             counts[p.rule] += 1
             counts[f"to_{to}"] += 1
+        reassigned, counts["retried"] = _reassign(reassigning, by_id)
+        updates[(True, False)] += reassigned
         if reschedule:
             rows, dropped = _reschedule(reschedule, by_id)
             updates[(True, True)] = rows
@@ -511,6 +518,22 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
     if tq_touched:
         job_services._housekeeping(job_services.drop_empty_taskqueues, tq_touched)
     return counts
+
+
+def _reassign(ids: list[int], by_id: dict) -> tuple[list[tuple], int]:
+    """Task jobs the defined timeout closes: their work retried as new jobs (lifecycle). The
+    closed jobs' rows [(id, closed, reason naming the retry, None)] for the caller, and the
+    number of retries defined."""
+    if not ids:
+        return [], 0
+    max_attempt = gdpconfig.get("TASK_MAX_ATTEMPT")
+    rows, retried = [], 0
+    for i, (retry, attempt) in lifecycle.reassign(ids, max_attempt).items():
+        p = by_id[i]
+        p.reason = lifecycle.reassign_reason(p.reason, retry, attempt, max_attempt)
+        rows.append((i, JobStatus.CLOSED, p.reason, None))
+        retried += retry is not None
+    return rows, retried
 
 
 def _reschedule(ids: list[int], by_id: dict) -> tuple[list[tuple], set[int]]:

@@ -14,10 +14,14 @@ A job may satisfy several rules (a starting job stuck for 2 days whose pilot is 
 the rule whose deadline came first fires; on equal deadlines, the seed's order.
 
 Actions, as PanDA does them (reference/panda.md §7):
-- `rebroker` (PanDA "reassign"): pending, defined, assigned, activated/starting 2 days, the 4 h
+- `rebroker` (PanDA "reassign"): pending, assigned, activated/starting 2 days, the 4 h
   rule for high-priority jobs at inactive queues, fast rebrokerage. A task's job goes back to
   `defined` and through job brokerage again; a plain DIRAC job is rescheduled into its
   TaskQueue (`activated`), or `failed` once MaxRescheduling is reached.
+- `reassign` (PanDA's kill code 51, "reassigned by JEDI"): defined. A task's job, which never
+  left `defined`, is `closed` and its work retried as a new job (brokerage.lifecycle), up to
+  TASK_MAX_ATTEMPT attempts; sending it back to `defined` would change nothing. Any other job
+  is handled as by `rebroker`.
 - `fail` → `failed`: sent 30 min (no reply from the pilot), lost heartbeats, holding and
   transferring timeouts.
 - `close` → `closed` (PanDA's "expire", kill code 2): throttled 7 days, running 21 days.
@@ -29,8 +33,9 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-REBROKER, FAIL, CLOSE = "rebroker", "fail", "close"
-TO_STATUS = {FAIL: "failed", CLOSE: "closed"}  # rebroker: defined (task job) or activated
+REBROKER, REASSIGN, FAIL, CLOSE = "rebroker", "reassign", "fail", "close"
+# rebroker: defined (task job) or activated; reassign: closed (task job, retried as a new job)
+TO_STATUS = {FAIL: "failed", CLOSE: "closed"}
 
 STATE, HEARTBEAT = "state", "heartbeat"
 
@@ -47,7 +52,7 @@ class Rule:
 
 RULES: tuple[Rule, ...] = (
     Rule("pending", ("pending",), STATE, REBROKER, "TIMEOUT_pending", "pending"),
-    Rule("defined", ("defined",), STATE, REBROKER, "TIMEOUT_defined", "defined"),
+    Rule("defined", ("defined",), STATE, REASSIGN, "TIMEOUT_defined", "defined"),
     Rule("assigned", ("assigned",), STATE, REBROKER, "TIMEOUT_assigned", "assigned"),
     Rule("throttled", ("throttled",), STATE, CLOSE, "TIMEOUT_throttled", "throttled"),
     Rule(

@@ -5,11 +5,11 @@ from django.contrib import messages
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 
-from brokerage import charts, production, services
+from brokerage import charts, lifecycle, production, services
 from brokerage.api.serializers import TaskSubmitSerializer
 from brokerage.api.views import visible_tasks
 from brokerage.filters import TaskFilterSet
-from brokerage.models import BrokerageRun, Nucleus, PandaQueue, Task, TaskJob, TimeoutAction
+from brokerage.models import BrokerageRun, Nucleus, PandaQueue, Task, TimeoutAction
 from brokerage.network import LinkData, network_weight
 from config import clock, gdpconfig
 from config.errors import add_to_form
@@ -21,6 +21,9 @@ def task_list(request):
     qs = visible_tasks(request.user).select_related("owner", "owner_group", "nucleus")
     filterset = TaskFilterSet(request.GET, queryset=qs)
     page = paginate(request, filterset.qs)
+    counts = lifecycle.job_counts(t.pk for t in page.rows)
+    for task in page.rows:
+        task.jobs = counts.get(task.pk)
     return render(request, "brokerage/task_list.html", {"filter": filterset, "page": page})
 
 
@@ -40,16 +43,7 @@ def task_detail(request, pk):
         "runs": runs,
         "run": run,
         "inputs": task.inputs.select_related("dataset"),
-        "job_counts": dict(
-            Counter(
-                dict(
-                    TaskJob.objects.filter(task=task)
-                    .values_list("job__status")
-                    .annotate(n=Count("pk"))
-                    .order_by()
-                )
-            )
-        ),
+        "jobs": lifecycle.job_counts([task.pk]).get(task.pk),
     }
     if run is not None:
         candidates = run.candidates
@@ -64,7 +58,10 @@ def task_detail(request, pk):
                 c["name"],
             ),
         )
-        context["removed_chart"] = to_html(charts.removed_by_figure(run.removed_by, len(kept)))
+        if run.throttle is None:
+            # A throttled run looked at no candidate: its page shows the throttle instead.
+            removed = charts.removed_by_figure(run.removed_counts, len(kept))
+            context["removed_chart"] = to_html(removed)
         if kept:
             context["weights_chart"] = to_html(charts.weights_figure(kept, run.chosen))
     return render(request, "brokerage/task_detail.html", context)
@@ -73,6 +70,11 @@ def task_detail(request, pk):
 class TaskForm(forms.Form):
     """The common parameters; the API takes every one of them."""
 
+    kind = forms.ChoiceField(
+        choices=Task.Kind.choices,
+        required=False,
+        help_text="production needs a group with the ProductionManagement property",
+    )
     name = forms.CharField(max_length=200)
     owner_group = forms.CharField(max_length=64)
     processing_type = forms.CharField(max_length=64, initial="simul")
@@ -108,8 +110,11 @@ def task_submit(request):
             messages.success(request, f"Task {task.pk} submitted with {task.n_jobs} jobs.")
             return redirect("task-detail", pk=task.pk)
     if not form.is_bound:
-        group = request.user.grid_groups.order_by("name").first()
+        # A production group first, if the user has one; else an analysis task.
+        group = request.user.grid_groups.order_by("-production_management", "name").first()
         form.initial["owner_group"] = group.name if group else ""
+        production = group is not None and group.production_management
+        form.initial["kind"] = Task.Kind.PRODUCTION if production else Task.Kind.ANALYSIS
     return render(request, "brokerage/task_submit.html", {"form": form})
 
 

@@ -29,7 +29,9 @@ def brokerage_parts(job) -> list[Part]:
         part.add(f"Its nucleus is {task.nucleus.name}", f"/brokerage/nuclei/{task.nucleus_id}/")
     run = BrokerageRun.objects.filter(task=task).defer("trace").first()
     if run is not None:
-        removed = ", ".join(f"{k} {v}" for k, v in run.removed_by.items()) or "none"
+        removed = ", ".join(f"{k} {v}" for k, v in run.removed_counts.items()) or "none"
+        if run.throttle is not None:
+            removed = f"throttle {run.throttle.get('throttle')}"
         chosen = ", ".join(run.chosen) or "no candidate"
         part.add(
             f"Last decision ({run.get_kind_display()}, {run.at:%Y-%m-%d %H:%M}): {run.outcome}; "
@@ -60,7 +62,7 @@ def brokerage_failures(user) -> dict:
         "rows": [
             (
                 f"task {r.task_id} {r.task.name}: {r.outcome} at {r.at:%H:%M:%S} — "
-                + (r.message or ", ".join(f"{k} {v}" for k, v in r.removed_by.items())),
+                + (r.message or ", ".join(f"{k} {v}" for k, v in r.removed_counts.items())),
                 f"/brokerage/tasks/{r.task_id}/?run={r.pk}#trace",
             )
             for r in runs

@@ -52,6 +52,9 @@ GROUPS = [
     ("lhcb_pilot", 0, False, True, "Generic pilots"),
 ]
 
+# The groups whose members submit production tasks (DIRAC's ProductionManagement property).
+PRODUCTION_GROUPS = {"lhcb_mc", "lhcb_data"}
+
 USERS = [
     ("alice", ["lhcb_user"]),
     ("bob", ["lhcb_user"]),
@@ -98,6 +101,7 @@ def create_world() -> dict:
                 "job_share": share,
                 "job_sharing": sharing,
                 "generic_pilot": generic,
+                "production_management": name in PRODUCTION_GROUPS,
                 "description": description,
             },
         )

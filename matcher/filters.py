@@ -3,6 +3,7 @@
 import json
 
 import django_filters
+from django import forms
 from django.db.models import Q
 
 from matcher.models import Job, JobStatus, Pilot, PilotStatus, TaskQueue
@@ -14,6 +15,18 @@ def _listed(field: str, value: str) -> Q:
     return Q(**{f"{field}__icontains": json.dumps(value)})
 
 
+class IdFilter(django_filters.NumberFilter):
+    """A whole number that fits an id column: anything else answers 400 naming the filter
+    (a 20-digit number reached the database and overflowed its integer: a 500)."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", 2**63 - 1)
+        super().__init__(*args, **kwargs)
+
+
 class JobFilterSet(django_filters.FilterSet):
     # distinct=False: the status is a column of the job, so no row repeats; the default
     # SELECT DISTINCT over every column made PostgreSQL sort all matching jobs before LIMIT.
@@ -23,11 +36,13 @@ class JobFilterSet(django_filters.FilterSet):
     site = django_filters.CharFilter(
         method="filter_site", label="Site", help_text="matched there, or asking for it"
     )
-    task_queue = django_filters.NumberFilter(field_name="task_queue_id", label="TaskQueue")
+    task_queue = IdFilter(field_name="task_queue_id", label="TaskQueue")
+    # The jobs a brokerage task generated (brokerage's TaskJob row, reached by its reverse name).
+    task = IdFilter(field_name="task_job__task_id", label="Task")
 
     class Meta:
         model = Job
-        fields = ["status", "owner", "group", "site", "task_queue"]
+        fields = ["status", "owner", "group", "site", "task_queue", "task"]
 
     def filter_site(self, queryset, name, value):
         return queryset.filter(Q(site=value) | _listed("sites", value))
@@ -58,7 +73,7 @@ class PilotFilterSet(django_filters.FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=PilotStatus.choices, distinct=False)
     site = django_filters.CharFilter()
     ce = django_filters.CharFilter(label="CE")
-    task_queue = django_filters.NumberFilter(field_name="task_queue_id", label="TaskQueue")
+    task_queue = IdFilter(field_name="task_queue_id", label="TaskQueue")
     submit_pool = django_filters.CharFilter()
 
     class Meta:

@@ -52,7 +52,10 @@ def job_list(request):
 
 def job_detail(request, pk):
     job = get_object_or_404(
-        Job.objects.visible_to(request.user).select_related("owner", "owner_group"), pk=pk
+        Job.objects.visible_to(request.user).select_related(
+            "owner", "owner_group", "task_job__task"
+        ),
+        pk=pk,
     )
     context = {
         "job": job,

@@ -11,9 +11,11 @@ class GridGroup(models.Model):
     job_share = models.FloatField(default=1000.0, validators=[MinValueValidator(0.0)])
     # DIRAC group properties. JobSharing: the group's jobs are one entity for fair share and
     # members may see and act on each other's jobs. GenericPilot: its credential may run
-    # generic pilots that take any group's (non-private) jobs.
+    # generic pilots that take any group's (non-private) jobs. ProductionManagement: its
+    # members may submit production tasks (analysis tasks are open to every user).
     job_sharing = models.BooleanField("JobSharing", default=False)
     generic_pilot = models.BooleanField("GenericPilot", default=False)
+    production_management = models.BooleanField("ProductionManagement", default=False)
 
     class Meta:
         ordering = ["name"]
@@ -34,6 +36,7 @@ class GridGroup(models.Model):
             for label, on in (
                 ("JobSharing", self.job_sharing),
                 ("GenericPilot", self.generic_pilot),
+                ("ProductionManagement", self.production_management),
             )
             if on
         ]

@@ -16,7 +16,13 @@ from shares import corrections
 from shares.models import CorrectionRecord, GridGroup, GroupChange, UsageSample, UsageTick
 from shares.signals import shares_changed
 
-EDITABLE = {"job_share": float, "job_sharing": bool, "generic_pilot": bool, "description": str}
+EDITABLE = {
+    "job_share": float,
+    "job_sharing": bool,
+    "generic_pilot": bool,
+    "production_management": bool,
+    "description": str,
+}
 
 
 class ShareError(ValueError):

@@ -77,7 +77,9 @@ def populate(users) -> dict:
     }
     task = {"name": "t", "n_jobs": 2, "processing_type": "evgen"}
     ids["erin_task"] = post("erin", "/api/v1/tasks/", {**task, "owner_group": "lhcb_mc"})["id"]
-    ids["alice_task"] = post("alice", "/api/v1/tasks/", {**task, "owner_group": "lhcb_user"})["id"]
+    # alice's group has no ProductionManagement property: her task is an analysis task.
+    alice_task = {**task, "owner_group": "lhcb_user", "kind": "analysis"}
+    ids["alice_task"] = post("alice", "/api/v1/tasks/", alice_task)["id"]
     ids["site_ad"] = post("admin", "/api/v1/classads/sites/", {"ad": semantics.SEED_SITE_AD})[
         "site_ad"
     ]["id"]

@@ -9,7 +9,8 @@ page (API: 401 saying how to authenticate; pages, the API's documentation and, f
 its schema: a redirect to the login page that comes back); a user sees and acts on its own jobs,
 tasks and job ads and on those of its JobSharing groups, and someone else's are 404 (their
 existence is not revealed); a pilot reports only on the jobs it was given (403); staff edit
-shares, parameters and topology, everyone else gets 403.
+shares, parameters and topology, everyone else gets 403; production tasks need a group with the
+ProductionManagement property (erin's lhcb_mc), analysis tasks are open to every user.
 
 The list of routes is walked from the URL resolver: a route with no row here fails the
 completeness test, so a new page or endpoint cannot be forgotten.
@@ -37,6 +38,17 @@ PARAM = "CycleStaleSeconds"
 #   a|b  either status
 
 A = "D 200 200 200 200 200"  # every signed-in subject reads it
+# The Submit a task form's other fields.
+TASK_FORM = {
+    "name": "form",
+    "processing_type": "simul",
+    "priority": 500,
+    "core_count": 1,
+    "ram_count": 1000,
+    "cpu_time": 10,
+    "n_jobs": 1,
+    "n_events_per_job": 10,
+}
 STAFF_WRITE = "D 403 403 403 403"  # + the admin's status
 
 ROWS = [
@@ -206,8 +218,23 @@ ROWS = [
         "api:task-list",
         "POST",
         "/api/v1/tasks/",
-        {"name": "t2", "n_jobs": 1, "owner_group": "lhcb_user"},
+        {"name": "t2", "n_jobs": 1, "owner_group": "lhcb_user", "kind": "analysis"},
         "D 201 201 400 400 201",  # erin and the pilot are not in lhcb_user
+    ),
+    (
+        "api:task-list",
+        "POST",
+        "/api/v1/tasks/",
+        {"name": "t4", "n_jobs": 1, "owner_group": "lhcb_user", "kind": "production"},
+        # production tasks need a group with ProductionManagement: lhcb_user has none
+        "D 400 400 400 400 400",
+    ),
+    (
+        "api:task-list",
+        "POST",
+        "/api/v1/tasks/",
+        {"name": "t5", "n_jobs": 1, "owner_group": "lhcb_mc"},
+        "D 400 400 201 400 400",  # lhcb_mc is a production group; only erin is in it
     ),
     (
         "api:task-list",
@@ -479,6 +506,27 @@ ROWS = [
     # --- pages: brokerage ------------------------------------------------------------------
     ("task-list", "GET", "/brokerage/tasks/", None, A),
     ("task-submit", "GET", "/brokerage/tasks/submit/", None, A),
+    (
+        "task-submit",
+        "POST",
+        "/brokerage/tasks/submit/",
+        {"kind": "production", "owner_group": "lhcb_user", **TASK_FORM},
+        "D 200 200 200 200 200",  # the form again, naming ProductionManagement (or the group)
+    ),
+    (
+        "task-submit",
+        "POST",
+        "/brokerage/tasks/submit/",
+        {"kind": "production", "owner_group": "lhcb_mc", **TASK_FORM},
+        "D 200 200 R 200 200",  # only erin is in lhcb_mc, a production group
+    ),
+    (
+        "task-submit",
+        "POST",
+        "/brokerage/tasks/submit/",
+        {"kind": "analysis", "owner_group": "lhcb_user", **TASK_FORM},
+        "D R R 200 200 R",  # analysis tasks are open to every member of the group
+    ),
     ("task-detail", "GET", "/brokerage/tasks/{erin_task}/", None, "D 404 404 200 404 200"),
     ("task-detail", "GET", "/brokerage/tasks/{alice_task}/", None, "D 200 404 404 404 200"),
     ("queue-weights", "GET", "/brokerage/queues/", None, A),

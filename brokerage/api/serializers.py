@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from brokerage import architecture
+from brokerage import architecture, lifecycle
 from brokerage.models import (
     BrokerageRun,
     Dataset,
@@ -126,7 +126,29 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
         names = [i["dataset"].name for i in attrs.get("inputs", [])]
         if len(names) != len(set(names)):
             raise serializers.ValidationError({"inputs": ["a dataset is listed twice"]})
+        kind = attrs.get("kind", Task.Kind.PRODUCTION)
+        group = attrs.get("owner_group")
+        if kind == Task.Kind.PRODUCTION and group is not None and not group.production_management:
+            # DIRAC: production work needs a group with the ProductionManagement property.
+            raise serializers.ValidationError(
+                {
+                    "kind": [
+                        f"production tasks need a group with the ProductionManagement "
+                        f"property; {group.name} has none (submit an analysis task, or use "
+                        "a production group)"
+                    ]
+                }
+            )
         return attrs
+
+
+class TaskListSerializer(serializers.ListSerializer):
+    """Counts the jobs of every task of the page in one query."""
+
+    def to_representation(self, data):
+        tasks = list(data.all() if hasattr(data, "all") else data)
+        self._context["job_counts"] = lifecycle.job_counts(t.pk for t in tasks)
+        return super().to_representation(tasks)
 
 
 class TaskSerializer(serializers.ModelSerializer):
@@ -134,8 +156,12 @@ class TaskSerializer(serializers.ModelSerializer):
     owner_group = serializers.CharField(source="owner_group.name", read_only=True)
     nucleus = serializers.CharField(source="nucleus.name", read_only=True, default=None)
     inputs = serializers.SerializerMethodField()
+    job_counts = serializers.SerializerMethodField(
+        help_text="its jobs by state, retried attempts included (as /api/v1/jobs/?task=id)"
+    )
 
     class Meta:
+        list_serializer_class = TaskListSerializer
         model = Task
         fields = [
             "id",
@@ -151,10 +177,18 @@ class TaskSerializer(serializers.ModelSerializer):
             "created",
             "modified",
             "inputs",
+            "job_counts",
         ]
 
     def get_inputs(self, task) -> list[dict]:
         return [{"dataset": i.dataset.name, "master": i.master} for i in task.inputs.all()]
+
+    def get_job_counts(self, task) -> dict[str, int]:
+        counts = self.context.get("job_counts")
+        if counts is None:
+            counts = lifecycle.job_counts([task.pk])
+        found = counts.get(task.pk)
+        return found.by_status if found else {}
 
 
 class TaskClassSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):

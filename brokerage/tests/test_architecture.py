@@ -1001,3 +1001,29 @@ def test_hardware_problem_is_reported_before_software():
     spec = parse("#aarch64")
     problem = software(task(release=REL), spec, ["ANY"], cpu_queue(arch=["x86_64"]))
     assert "aarch64" in problem
+
+
+# --- an attribute the queue does not publish (DESIGN §6; issue 18, defect 21b) ----------------
+
+
+@pytest.mark.parametrize(
+    ("architecture", "queue_cpu"),
+    [
+        ("#x86_64-intel", {"arch": ["x86_64"]}),
+        ("#x86_64-intel", {"arch": ["x86_64"], "vendor": []}),
+        ("#x86_64-intel-avx2", {"arch": ["x86_64"], "vendor": ["intel"]}),
+        ("#x86_64", {"vendor": ["intel"]}),
+    ],
+)
+def test_a_queue_that_publishes_no_list_for_an_attribute_the_task_asks_for_does_not_qualify(
+    architecture, queue_cpu
+):
+    problem = check_cpu(parse(architecture), cpu_queue(**queue_cpu))
+    assert problem is not None
+    assert "not in" in problem
+
+
+def test_a_queue_that_publishes_no_vendor_list_still_takes_tasks_that_name_no_vendor():
+    assert check_cpu(parse("#x86_64"), cpu_queue(arch=["x86_64"])) is None
+    assert check_cpu(parse("#x86_64-*-*"), cpu_queue(arch=["x86_64"])) is None
+    assert check_cpu(EMPTY, cpu_queue(arch=["x86_64"])) is None

@@ -100,7 +100,8 @@ def beat(job):
 STATE_RULES = [
     # status, limit (s), priority, outcome, words in the history reason
     ("pending", HOUR, 500, "defined", "pending 1 h (TIMEOUT_pending)"),
-    ("defined", 4 * HOUR, 500, "defined", "defined 4 h (TIMEOUT_defined)"),
+    # Reassigned: closed, its work retried as a new job (test_task_lifecycle.py).
+    ("defined", 4 * HOUR, 500, "closed", "defined 4 h (TIMEOUT_defined)"),
     ("assigned", 12 * HOUR, 500, "defined", "assigned 12 h (TIMEOUT_assigned)"),
     ("throttled", 7 * DAY, 500, "closed", "throttled 7 d (TIMEOUT_throttled)"),
     ("activated", 2 * DAY, 500, "defined", "activated or starting 2 d (TIMEOUT_activated)"),

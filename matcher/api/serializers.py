@@ -134,6 +134,13 @@ class JobSerializer(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
     owner_dn = serializers.CharField(source="owner.dn", read_only=True, allow_null=True)
     owner_group = serializers.CharField(source="owner_group.name", read_only=True)
+    task = serializers.IntegerField(
+        source="task_job.task_id",
+        read_only=True,
+        allow_null=True,
+        default=None,
+        help_text="the task that generated the job (null: a job submitted on its own)",
+    )
 
     class Meta:
         model = Job
@@ -157,6 +164,7 @@ class JobSerializer(serializers.ModelSerializer):
             "status",
             "status_reason",
             "task_queue",
+            "task",
             "site",
             "reschedule_count",
             "created",

@@ -23,7 +23,9 @@ class JobViewSet(JobReportsMixin, mixins.CreateModelMixin, viewsets.ReadOnlyMode
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Job.objects.none()
-        qs = Job.objects.visible_to(self.request.user).select_related("owner", "owner_group")
+        qs = Job.objects.visible_to(self.request.user).select_related(
+            "owner", "owner_group", "task_job"
+        )
         if self.action == "retrieve":
             qs = qs.prefetch_related("history")
         return qs

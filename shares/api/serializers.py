@@ -22,6 +22,7 @@ class GridGroupSerializer(serializers.ModelSerializer):
             "job_share",
             "job_sharing",
             "generic_pilot",
+            "production_management",
             "comment",
         ]
 
