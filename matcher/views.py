@@ -7,7 +7,7 @@ from rest_framework.exceptions import ValidationError
 
 from config.decorators import staff_required
 from config.paging import paginate
-from matcher import charts, dashboard, match, selectors, services, why
+from matcher import charts, dashboard, lifecycle, match, selectors, services, why
 from matcher.api.resources import ResourceDescriptionSerializer
 from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
@@ -50,6 +50,7 @@ def job_detail(request, pk):
         .filter(pk=job.task_queue_id)
         .first(),
         "can_act": services.can_act_on(request.user, job),
+        "actions": lifecycle.offered(job.status, request.user.is_staff),
         "why": why.explain(job),
         "pilot": Pilot.objects.filter(reference=job.pilot_reference).first()
         if job.pilot_reference
