@@ -51,6 +51,7 @@ def job_detail(request, pk):
         .first(),
         "can_act": services.can_act_on(request.user, job),
         "actions": lifecycle.offered(job.status, request.user.is_staff),
+        "warnings": selectors.job_warnings([job])[job.pk] if job.status == "activated" else [],
         "why": why.explain(job),
         "pilot": Pilot.objects.filter(reference=job.pilot_reference).first()
         if job.pilot_reference

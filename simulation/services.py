@@ -124,7 +124,7 @@ def arrive_jobs(rng: random.Random, n: int) -> int:
         user, group, _w = rng.choices(people, weights=[w for *_, w in people])[0]
         spec = {
             "owner_group": group,
-            "setup": "Production",
+            "setup": gdpconfig.get("DefaultSetup"),  # the grid's one Setup
             "cpu_time": rng.choice(CPU_TIMES),
             "user_priority": rng.randint(1, 5),
             "name": "sim",
