@@ -23,6 +23,7 @@ class Context:
     ces: Sequence[matching.Resource]
     submit_pools: frozenset[str]  # pools the director knows and has a backend for
     default_setup: str
+    external_pools: frozenset[str] = frozenset()  # their pilots come from outside the director
 
 
 def _listed(values) -> str:
@@ -43,6 +44,12 @@ def _tq(setup: str, segment: int, req: Mapping[str, Sequence[str]]) -> matching.
             for f in ("sites", "banned_sites", "grid_ces", "platforms", "tags")
         },
     )
+
+
+def can_run(setup: str, segment: int, req: Mapping, ces: Sequence[matching.Resource]) -> bool:
+    """Whether the pilots of some active CE could take a TaskQueue of these requirements."""
+    tq = _tq(setup, segment, req)
+    return any(matching.first_failing_rule(tq, ce) is None for ce in ces)
 
 
 def warnings(setup: str, cpu_time: int, segment: int, req: Mapping, ctx: Context) -> list[str]:
@@ -80,6 +87,12 @@ def _self_defeating(setup: str, req: Mapping, ctx: Context) -> list[str]:
         out.append(
             f"SubmitPools {_listed(unknown_pools)}: no such submit pool "
             f"(known: {_listed(ctx.submit_pools)}), the director sends it no pilot"
+        )
+    pools = set(req.get("submit_pools", ()))
+    if pools and pools <= ctx.external_pools:
+        out.append(
+            f"SubmitPools {_listed(pools)}: the director sends no pilot through it; only a "
+            "pilot started by hand (or by another director) takes it"
         )
     types = set(req.get("pilot_types", ()))
     if types and not types & DIRECTOR_PILOT_TYPES:

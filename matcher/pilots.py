@@ -267,6 +267,10 @@ def director_cycle(rng: random.Random | None = None) -> dict:
             d.notes.append(f"unknown submit pool {d.submit_pool!r}")
             d.to_submit = 0
             continue
+        if backends_of[d.submit_pool] == "external":
+            d.notes.append(f"pool {d.submit_pool}: its pilots are started outside this director")
+            d.to_submit = 0
+            continue
         d.private = director.submit_private_pilot(
             s.private_pilot_fraction, d.tq.pilot_types, d.tq.force_generic, rng
         )

@@ -52,11 +52,13 @@ def feasibility_context():
     from config import gdpconfig
     from matcher import feasibility, match
 
-    pools = set(gdpconfig.get("SubmitPools")) & set(gdpconfig.get("SubmitPoolBackends"))
+    backends = gdpconfig.get("SubmitPoolBackends")
+    pools = set(gdpconfig.get("SubmitPools")) & set(backends)
     return feasibility.Context(
         ces=[res for _site, _ce, res in match.ce_resources()],
         submit_pools=frozenset(pools),
         default_setup=gdpconfig.get("DefaultSetup"),
+        external_pools=frozenset(p for p in pools if backends[p] == "external"),
     )
 
 
