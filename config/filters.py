@@ -30,8 +30,14 @@ class StrictFilterSet(django_filters.FilterSet):
         known = ", ".join(sorted(self.filters))
         for name in self.unknown_parameters():
             if name not in errors:
-                message = f"Unknown parameter {name}; this list filters by {known}."
-                errors[name] = ErrorList([ValidationError(message, code="unknown")])
+                # The name goes in as a parameter: it is the client's text (a "%" in it must
+                # not be read as a format).
+                error = ValidationError(
+                    "Unknown parameter %(name)s; this list filters by %(known)s.",
+                    code="unknown",
+                    params={"name": name[:100], "known": known},
+                )
+                errors[name] = ErrorList([error])
         return errors
 
     def is_valid(self) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from config import clock, gdpconfig
+from config.models import CycleRun
 from matcher import dashboard, director, selectors
 from matcher.models import Credential, DirectorDecision
 
@@ -29,11 +30,13 @@ def register(fn: Callable[[object], list[tuple[str, str]]]):
     return fn
 
 
-def _recent_runs() -> list[int]:
+def recent_director_runs(n: int = RECENT_CYCLES) -> list[int]:
+    """The ids of the director's last n cycles, newest first (decisions are read by these:
+    their cycle_run is indexed, their TaskQueue is not)."""
     return list(
-        DirectorDecision.objects.order_by("-cycle_run")
-        .values_list("cycle_run", flat=True)
-        .distinct()[:RECENT_CYCLES]
+        CycleRun.objects.filter(kind="director")
+        .order_by("-started", "-id")
+        .values_list("pk", flat=True)[:n]
     )
 
 
@@ -128,7 +131,7 @@ def credential_alerts(user) -> list[tuple[str, str]]:
 
 @dashboard.register_panel
 def health_panel(user) -> dict:
-    runs = _recent_runs()
+    runs = recent_director_runs()
     rows = [
         *blocked_taskqueues(user, runs),
         *full_pools(runs),

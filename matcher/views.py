@@ -5,6 +5,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
+from config import gdpconfig
 from config.decorators import staff_required
 from config.paging import paginate
 from matcher import charts, dashboard, lifecycle, match, selectors, services, why
@@ -52,6 +53,7 @@ def job_detail(request, pk):
         "can_act": services.can_act_on(request.user, job),
         "actions": lifecycle.offered(job.status, request.user.is_staff),
         "warnings": selectors.job_warnings([job])[job.pk] if job.status == "activated" else [],
+        "default_setup": gdpconfig.get("DefaultSetup"),
         "why": why.explain(job),
         "pilot": Pilot.objects.filter(reference=job.pilot_reference).first()
         if job.pilot_reference
@@ -184,7 +186,5 @@ def match_resource(request):
         else:
             for key, errs in body.errors.items():
                 form.add_error(key if key in form.fields else None, errs)
-    from config import gdpconfig
-
     context = {"form": form, "rows": rows, "mode": gdpconfig.get("MatchDrawMode")}
     return render(request, "matcher/match_resource.html", context)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from config.models import CycleRun
 from matcher import director, match
 from matcher.models import FINAL_STATES, DirectorDecision, Job, JobStatus, Pilot, TaskQueue
 from matcher.models import PILOT_WAITING_STATES as WAITING_PILOTS
@@ -128,10 +129,12 @@ def director_part(job: Job) -> Part | None:
     if job.status != JobStatus.ACTIVATED or not job.task_queue_id:
         return None
     url = f"/pilots/director/?task_queue={job.task_queue_id}"
+    runs = CycleRun.objects.filter(kind="director").order_by("-started", "-id")
     decisions = list(
-        DirectorDecision.objects.filter(task_queue_id=job.task_queue_id).order_by("-cycle_run")[
-            :RECENT_DECISIONS
-        ]
+        DirectorDecision.objects.filter(
+            task_queue_id=job.task_queue_id,
+            cycle_run__in=list(runs.values_list("pk", flat=True)[:RECENT_DECISIONS]),
+        ).order_by("-cycle_run")
     )
     part = Part("Pilot director")
     if not decisions:

@@ -89,11 +89,14 @@ def test_missing_and_expiring_credentials_are_alerts(world, submit, users):
 
 
 def test_a_full_submit_pool_is_an_alert(world, users):
+    from config.models import CycleRun
+
     now = clock.now()
+    run = CycleRun.objects.create(kind="director", started=now, status="success")
     note = f"submit pool gLite {director.POOL_FULL}"
     DirectorDecision.objects.bulk_create(
         DirectorDecision(
-            cycle_run=7,
+            cycle_run=run.pk,
             at=now,
             task_queue_id=i,
             priority=1,
