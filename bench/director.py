@@ -41,6 +41,7 @@ def main() -> None:
             # Distinct templates, hence exactly 4 TaskQueues each (GridMiddlewares restrict
             # nothing the director or the matcher reads).
             t.requirements["grid_middlewares"] = [f"bench-{i}"]
+            t.top_segment = None  # jobs in every CPU segment, runnable or not
         bulk.load_jobs(n_jobs, seed=1, templates=templates)
         recompute_priorities()
         n_tqs = TaskQueue.objects.count()

@@ -181,6 +181,7 @@ def distinct_templates(rng: random.Random, count: int) -> list:
         key = (t.owner_id, t.owner_group_id, t.setup, json.dumps(t.requirements, sort_keys=True))
         if key not in seen:
             seen.add(key)
+            t.top_segment = None  # jobs in every CPU segment, runnable or not
             picked.append(t)
             if len(picked) == count:
                 return picked

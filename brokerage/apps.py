@@ -6,7 +6,8 @@ class BrokerageConfig(AppConfig):
     verbose_name = "PanDA brokerage"
 
     def ready(self) -> None:
-        from brokerage import (  # noqa: F401  (params, cycles, explainers)
+        from brokerage import (  # noqa: F401  (params, cycles, explainers, health alerts)
+            health,
             lifecycle,
             params,
             params_timeouts,

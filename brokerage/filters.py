@@ -1,9 +1,10 @@
 import django_filters
 
 from brokerage.models import BrokerageRun, PandaQueue, Task, TaskStatus
+from config.filters import StrictFilterSet
 
 
-class TaskFilterSet(django_filters.FilterSet):
+class TaskFilterSet(StrictFilterSet):
     status = django_filters.MultipleChoiceFilter(choices=TaskStatus.choices)
     kind = django_filters.ChoiceFilter(choices=Task.Kind.choices)
     nucleus = django_filters.CharFilter(field_name="nucleus__name")
@@ -17,7 +18,7 @@ class TaskFilterSet(django_filters.FilterSet):
         fields = ["status", "kind", "nucleus", "owner", "name", "processing_type", "gshare"]
 
 
-class PandaQueueFilterSet(django_filters.FilterSet):
+class PandaQueueFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
     site = django_filters.CharFilter(field_name="site__name")
     nucleus = django_filters.CharFilter(field_name="nucleus__name")
@@ -29,7 +30,7 @@ class PandaQueueFilterSet(django_filters.FilterSet):
         fields = ["name", "site", "nucleus", "status", "queue_type"]
 
 
-class BrokerageRunFilterSet(django_filters.FilterSet):
+class BrokerageRunFilterSet(StrictFilterSet):
     task = django_filters.NumberFilter(field_name="task_id")
     kind = django_filters.ChoiceFilter(choices=BrokerageRun.Kind.choices)
     outcome = django_filters.CharFilter()

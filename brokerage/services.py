@@ -93,6 +93,7 @@ def job_params() -> dict:
 def submit_task(owner, fields: dict, inputs: list[tuple[Dataset, bool]]) -> Task:
     """Store a validated task and the jobs it generates (defined, waiting for brokerage)."""
     now = clock.now()
+    fields = {"setup": gdpconfig.get("DefaultSetup"), **fields}  # the grid's one Setup
     with transaction.atomic():
         task = Task(owner=owner, created=now, modified=now, **fields)
         task.architecture_spec = architecture.parse(task.architecture)

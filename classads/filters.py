@@ -3,9 +3,10 @@
 import django_filters
 
 from classads.models import JobAd, JobAdStatus, SiteAd
+from config.filters import StrictFilterSet
 
 
-class SiteAdFilterSet(django_filters.FilterSet):
+class SiteAdFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains", label="Name contains")
     site = django_filters.CharFilter(label="DIRAC site")
     want_ad_revaluate = django_filters.BooleanFilter(label="WantAdRevaluate")
@@ -15,7 +16,7 @@ class SiteAdFilterSet(django_filters.FilterSet):
         fields = ["name", "site", "want_ad_revaluate"]
 
 
-class JobAdFilterSet(django_filters.FilterSet):
+class JobAdFilterSet(StrictFilterSet):
     status = django_filters.MultipleChoiceFilter(choices=JobAdStatus.choices, distinct=False)
     owner = django_filters.CharFilter(field_name="owner__username", label="Owner (user name)")
     group = django_filters.CharFilter(field_name="owner_group__name", label="Group")

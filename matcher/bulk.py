@@ -24,7 +24,8 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from config import clock, gdpconfig
-from matcher import taskqueues
+from matcher import feasibility, taskqueues
+from matcher.match import ce_resources
 from matcher.models import (
     ComputingElement,
     Job,
@@ -82,6 +83,10 @@ class Template:
     setup: str
     requirements: dict
     kind: str
+    # The index of the highest CPU segment some active CE takes these requirements at (None:
+    # every segment); jobs are drawn in the segments up to it, so none waits for a CE that
+    # does not exist.
+    top_segment: int | None = None
 
 
 @dataclass
@@ -100,38 +105,58 @@ class LoadError(RuntimeError):
 
 
 def make_templates(rng: random.Random, count: int = 60) -> list[Template]:
+    """`count` requirement sets, each one some active CE takes (when CEs exist), owned by the
+    users of ordinary groups (not the demo's hand-pilot example user)."""
+    from matcher.demo import EXAMPLE_USER
+
     owners = list(
-        User.grid_groups.through.objects.filter(gridgroup__generic_pilot=False).values_list(
-            "user_id", "gridgroup_id"
-        )
+        User.grid_groups.through.objects.filter(gridgroup__generic_pilot=False)
+        .exclude(user__username=EXAMPLE_USER)
+        .values_list("user_id", "gridgroup_id")
     )
     if not owners:
         raise LoadError("no user belongs to a group: run `manage.py demo` first")
-    sites = list(Site.objects.values_list("name", flat=True))
-    ces = list(ComputingElement.objects.values_list("name", "site__name"))
     setup = gdpconfig.get("DefaultSetup")
+    segments = gdpconfig.get("CPUSegments")
+    offers = [res for _site, _ce, res in ce_resources()]
+    backends = gdpconfig.get("SubmitPoolBackends")
+    choices = {
+        "sites": list(Site.objects.values_list("name", flat=True)),
+        "ces": list(ComputingElement.objects.values_list("name", "site__name")),
+        "pools": [p for p in gdpconfig.get("SubmitPools") if backends.get(p) == "simulated"],
+    }
     templates = []
-    for _ in range(count):
+    for attempt in range(count * 50):
+        if len(templates) == count:
+            break
         owner_id, group_id = rng.choice(owners)
-        req: dict = {f: [] for f in taskqueues.MULTI_VALUED_FIELDS}
-        if sites and rng.random() < 0.55:
-            req["sites"] = rng.sample(sites, k=rng.randint(1, min(3, len(sites))))
-        if sites and rng.random() < 0.1:
-            req["banned_sites"] = [rng.choice([s for s in sites if s not in req["sites"]] or sites)]
-        if ces and rng.random() < 0.05:
-            name, site = rng.choice(ces)
-            req["grid_ces"], req["sites"] = [name], [site]
-        if rng.random() < 0.6:
-            req["platforms"] = [rng.choice(PLATFORMS)]
-        if rng.random() < 0.25:
-            req["tags"] = rng.sample(TAGS, k=rng.randint(1, 2))
-        if rng.random() < 0.05:
-            req["pilot_types"] = ["private"]
-        if rng.random() < 0.2:
-            req["submit_pools"] = ["gridPool"]
-        req = {f: taskqueues.canonical_values(v) for f, v in req.items()}
-        templates.append(Template(owner_id, group_id, setup, req, rng.choice(JOB_KINDS)))
+        req = _requirements(rng, **choices)
+        able = [i for i, seg in enumerate(segments) if feasibility.can_run(setup, seg, req, offers)]
+        if offers and not able and attempt < count * 49:
+            continue  # no active CE would ever take it: draw another
+        top = max(able) if able else None
+        templates.append(Template(owner_id, group_id, setup, req, rng.choice(JOB_KINDS), top))
     return templates
+
+
+def _requirements(rng: random.Random, sites, ces, pools) -> dict:
+    req: dict = {f: [] for f in taskqueues.MULTI_VALUED_FIELDS}
+    if sites and rng.random() < 0.55:
+        req["sites"] = rng.sample(sites, k=rng.randint(1, min(3, len(sites))))
+    if sites and rng.random() < 0.1:
+        req["banned_sites"] = [rng.choice([s for s in sites if s not in req["sites"]] or sites)]
+    if ces and rng.random() < 0.05:
+        name, site = rng.choice(ces)
+        req["grid_ces"], req["sites"] = [name], [site]
+    if rng.random() < 0.6:
+        req["platforms"] = [rng.choice(PLATFORMS)]
+    if rng.random() < 0.25:
+        req["tags"] = rng.sample(TAGS, k=rng.randint(1, 2))
+    if rng.random() < 0.05:
+        req["pilot_types"] = ["private"]
+    if pools and rng.random() < 0.2:
+        req["submit_pools"] = [rng.choice(pools)]
+    return {f: taskqueues.canonical_values(v) for f, v in req.items()}
 
 
 # COPY text format: a backslash, tab, newline or carriage return inside a value is escaped.
@@ -161,15 +186,22 @@ def _draw(
     segments: list[int],
     tq_of,
     segment: int | None = None,
+    tops: list[int] | None = None,
 ) -> _Batch:
-    # Template and CPU segment uniform (or the segment of index `segment` for every job), a CPU
-    # time uniform inside the segment; drawn in bulk (rng.choices, rng.random) rather than job
-    # by job, which dominated the load's Python time.
+    # Template and CPU segment uniform (or the segment of index `segment` for every job; with
+    # `tops`, uniform among a template's first tops[t] segments), a CPU time uniform inside the
+    # segment; drawn in bulk (rng.choices, rng.random) rather than job by job, which dominated
+    # the load's Python time.
     n_seg = len(segments)
     lows = [segments[i - 1] + 1 if i else 1 for i in range(n_seg)]
     spans = [segments[i] - lows[i] + 1 for i in range(n_seg)]
     tpl = rng.choices(range(n_templates), k=size)
-    seg = rng.choices(range(n_seg), k=size) if segment is None else [segment] * size
+    if segment is not None:
+        seg = [segment] * size
+    elif tops is None:
+        seg = rng.choices(range(n_seg), k=size)
+    else:
+        seg = [int(rng.random() * tops[t]) for t in tpl]
     cpu = [lows[s] + int(rng.random() * spans[s]) for s in seg]
     tqs = [tq_of[t * n_seg + s] for t, s in zip(tpl, seg, strict=True)]
     prio = rng.choices(PRIORITIES, k=size)
@@ -332,6 +364,8 @@ def load_jobs(
     if segment is not None and segment not in segments:
         raise LoadError(f"{segment} is not one of the CPU segments {segments}")
     pinned = None if segment is None else segments.index(segment)
+    counts = [len(segments) if t.top_segment is None else t.top_segment + 1 for t in templates]
+    tops = None if all(c == len(segments) for c in counts) else counts
     with transaction.atomic():
         defs = [
             taskqueues.definition(
@@ -346,7 +380,9 @@ def load_jobs(
 
     def batches():
         for start in range(0, n, batch_size):
-            batch = _draw(rng, min(batch_size, n - start), len(templates), segments, tq_of, pinned)
+            batch = _draw(
+                rng, min(batch_size, n - start), len(templates), segments, tq_of, pinned, tops
+            )
             used_tqs.update(batch.tqs)
             yield _prepare(batch, templates)
 

@@ -19,7 +19,8 @@ HOURS = 24
 
 
 def register_panel(fn: Callable[[object], dict | None]):
-    """fn(user) -> {"title", "link", "rows": [(text, url)], "empty"} or None."""
+    """fn(user) -> {"title", "link", "rows": [(text, url)], "empty"} or None; optional "id",
+    "order" (lower first, default 100) and "alert" (drawn as one)."""
     PANELS.append(fn)
     return fn
 
@@ -60,5 +61,7 @@ def figures(user) -> dict:
         "pilots_chart": charts.to_html(charts.pilots_per_site_figure(pilots)) if pilots else "",
         "cycle_runs": last_cycle_runs(),
         "timeouts": recent_timeouts(user),
-        "panels": [p for p in (fn(user) for fn in PANELS) if p],
+        "panels": sorted(
+            (p for p in (fn(user) for fn in PANELS) if p), key=lambda p: p.get("order", 100)
+        ),
     }

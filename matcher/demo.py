@@ -62,7 +62,23 @@ USERS = [
     ("dave", ["lhcb_data"]),
     ("erin", ["lhcb_mc"]),
     ("pilot", ["lhcb_pilot"]),
+    ("tester", ["lhcb_user"]),
 ]
+# The README's pilot example: tester's test jobs want a private pilot and the DIRAC submit
+# pool, whose pilots this director does not send (SubmitPoolBackends: external), so they wait
+# for the pilot you start by hand with tester's credential, and for no other.
+EXAMPLE_USER = "tester"
+EXAMPLE_JOB = {
+    "name": "site-test.ce503",
+    "cpu_time": 600,
+    "grid_ces": ["ce503.cern.ch"],
+    "pilot_types": ["private"],
+    "submit_pools": ["DIRAC"],
+}
+CREDENTIAL_DAYS = 30
+# Live parameters the demo sets once (an operator's later change stays): the simulated CEs
+# take a submission at once, so a pool may queue a batch for every TaskQueue of a cycle.
+DEMO_PARAMETERS = {"EnableSharesCorrection": True, "totalThreadsInPool": 400}
 
 
 def _user(username: str, groups: dict[str, GridGroup], names: list[str], **extra) -> User:
@@ -106,19 +122,6 @@ def create_world() -> dict:
             },
         )
     users = [_user(name, groups, gnames) for name, gnames in USERS]
-    # Pilot credentials: a month left for everyone, but bob's expires in two days (the
-    # director skips his private pilots and says why).
-    from config import clock
-    from matcher.models import Credential
-
-    for user in users:
-        for group in user.grid_groups.all():
-            days = 2 if user.username == "bob" else 30
-            Credential.objects.get_or_create(
-                dn=user.dn,
-                group=group,
-                defaults={"expires": clock.now() + timedelta(days=days)},
-            )
     admin = _user(
         "admin",
         groups,
@@ -127,7 +130,39 @@ def create_world() -> dict:
         is_superuser=True,
         password=ADMIN_PASSWORD,
     )
+    # Pilot credentials for every identity that owns jobs, the admin's too, a month long (the
+    # simulated grid renews them, as a VO's proxy renewal would).
+    from config import clock
+    from matcher.models import Credential
+
+    for user in [*users, admin]:
+        for group in user.grid_groups.all():
+            Credential.objects.get_or_create(
+                dn=user.dn,
+                group=group,
+                defaults={"expires": clock.now() + timedelta(days=CREDENTIAL_DAYS)},
+            )
     return {"sites": len(SITES), "groups": len(groups), "users": len(users) + 1, "admin": admin}
+
+
+def example_job() -> int:
+    """The job the README's hand-started pilot takes (one waiting is enough): its id."""
+    from matcher import services
+    from matcher.models import JobStatus
+
+    user = User.objects.get(username=EXAMPLE_USER)
+    waiting = Job.objects.filter(owner=user, status=JobStatus.ACTIVATED).first()
+    if waiting is not None:
+        return waiting.pk
+    from config import gdpconfig
+
+    spec = {
+        "owner_group": user.grid_groups.get(),
+        "setup": gdpconfig.get("DefaultSetup"),
+        **EXAMPLE_JOB,
+    }
+    [job] = services.submit_jobs(user, [spec])
+    return job.pk
 
 
 def world_is_empty() -> bool:
@@ -146,8 +181,9 @@ def first_pilots(seed: int = 2026) -> int:
     from matcher import pilots  # noqa: F401  (registers the director's cycles)
     from matcher.models import Job, JobStatus, Pilot
 
-    if not ParameterValue.objects.filter(name="EnableSharesCorrection").exists():
-        gdpconfig.set_value("EnableSharesCorrection", True, comment="demo world: correction on")
+    for name, value in DEMO_PARAMETERS.items():
+        if not ParameterValue.objects.filter(name=name).exists():
+            gdpconfig.set_value(name, value, comment="the demo world's setting")
     rng = random.Random(seed)
     run_cycle("director", rng=rng)
     for _ in range(2):  # Submitted -> Scheduled -> Running, without waiting for the CE

@@ -164,3 +164,18 @@ def pilot_jdl(
             "]",
         ]
     )
+
+
+# What stops the director sending a TaskQueue pilots: a decision's note that starts with one of
+# these (or says its pool is full). The other notes are the formula's own limits ("nothing to
+# submit", "over its cap", "CEs took 3 of 5"), or say that pilots come from elsewhere.
+BLOCKING_NOTES = ("unknown submit pool", "no credential", "list-match", "submission failed")
+POOL_FULL = "is full (totalThreadsInPool)"
+
+
+def blocker(skipped: str) -> str | None:
+    """The note of a decision's `skipped` text that blocks its TaskQueue, or None."""
+    for note in skipped.split("; "):
+        if note.startswith(BLOCKING_NOTES) or note.endswith(POOL_FULL):
+            return note
+    return None

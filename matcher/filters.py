@@ -6,6 +6,7 @@ import django_filters
 from django import forms
 from django.db.models import Q
 
+from config.filters import StrictFilterSet
 from matcher.models import Job, JobStatus, Pilot, PilotStatus, TaskQueue
 
 
@@ -27,7 +28,7 @@ class IdFilter(django_filters.NumberFilter):
         super().__init__(*args, **kwargs)
 
 
-class JobFilterSet(django_filters.FilterSet):
+class JobFilterSet(StrictFilterSet):
     # distinct=False: the status is a column of the job, so no row repeats; the default
     # SELECT DISTINCT over every column made PostgreSQL sort all matching jobs before LIMIT.
     status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices, distinct=False)
@@ -39,16 +40,36 @@ class JobFilterSet(django_filters.FilterSet):
     task_queue = IdFilter(field_name="task_queue_id", label="TaskQueue")
     # The jobs a brokerage task generated (brokerage's TaskJob row, reached by its reverse name).
     task = IdFilter(field_name="task_job__task_id", label="Task")
+    created_after = django_filters.IsoDateTimeFilter(
+        field_name="created", lookup_expr="gte", label="Submitted from", help_text="ISO 8601"
+    )
+    created_before = django_filters.IsoDateTimeFilter(
+        field_name="created", lookup_expr="lt", label="Submitted before", help_text="ISO 8601"
+    )
+    ordering = django_filters.OrderingFilter(
+        fields=["id", "created", "status_changed", "status", "cpu_time", "user_priority"],
+        label="Order by",
+    )
 
     class Meta:
         model = Job
-        fields = ["status", "owner", "group", "site", "task_queue", "task"]
+        fields = [
+            "status",
+            "owner",
+            "group",
+            "site",
+            "task_queue",
+            "task",
+            "created_after",
+            "created_before",
+            "ordering",
+        ]
 
     def filter_site(self, queryset, name, value):
         return queryset.filter(Q(site=value) | _listed("sites", value))
 
 
-class TaskQueueFilterSet(django_filters.FilterSet):
+class TaskQueueFilterSet(StrictFilterSet):
     owner = django_filters.CharFilter(field_name="owner__username", label="Owner (user name)")
     group = django_filters.CharFilter(field_name="owner_group__name", label="Group")
     cpu_time = django_filters.NumberFilter(field_name="cpu_time", label="CPU segment")
@@ -58,9 +79,13 @@ class TaskQueueFilterSet(django_filters.FilterSet):
         help_text="TaskQueues that a pilot at this site may take",
     )
 
+    ordering = django_filters.OrderingFilter(
+        fields=["id", "priority", "cpu_time", "created"], label="Order by"
+    )
+
     class Meta:
         model = TaskQueue
-        fields = ["owner", "group", "cpu_time", "site"]
+        fields = ["owner", "group", "cpu_time", "site", "ordering"]
 
     def filter_site(self, queryset, name, value):
         # No Sites restriction means any site; a banned site is excluded.
@@ -69,7 +94,7 @@ class TaskQueueFilterSet(django_filters.FilterSet):
         )
 
 
-class PilotFilterSet(django_filters.FilterSet):
+class PilotFilterSet(StrictFilterSet):
     status = django_filters.MultipleChoiceFilter(choices=PilotStatus.choices, distinct=False)
     site = django_filters.CharFilter()
     ce = django_filters.CharFilter(label="CE")

@@ -1,8 +1,16 @@
 from django import forms
 
+from config import gdpconfig
 from matcher.models import ComputingElement, Site
 
 LIST_HELP = "Comma-separated; empty means no restriction."
+
+
+def _default_setup(field: forms.Field) -> None:
+    """One Setup for the grid: the DefaultSetup parameter, named with its current value."""
+    value = gdpconfig.get("DefaultSetup")
+    field.help_text = f"Empty: {value}, the grid's Setup (the DefaultSetup parameter)."
+    field.widget.attrs["placeholder"] = value
 
 
 def _split(text: str) -> list[str]:
@@ -14,7 +22,7 @@ class JobSubmitForm(forms.Form):
 
     name = forms.CharField(max_length=128, required=False)
     owner_group = forms.ChoiceField(label="Group")
-    setup = forms.CharField(max_length=64, required=False, help_text="Default: DefaultSetup.")
+    setup = forms.CharField(max_length=64, required=False)
     cpu_time = forms.IntegerField(label="CPU time (s)", min_value=1)
     user_priority = forms.IntegerField(label="UserPriority", min_value=0, max_value=10, initial=1)
     sites = forms.MultipleChoiceField(required=False, help_text="None selected: any site.")
@@ -30,6 +38,7 @@ class JobSubmitForm(forms.Form):
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
+        _default_setup(self.fields["setup"])
         self.fields["owner_group"].choices = [(g.name, g.name) for g in user.grid_groups.all()]
         site_choices = [(n, n) for n in Site.objects.values_list("name", flat=True)]
         self.fields["sites"].choices = site_choices
@@ -60,7 +69,7 @@ class ResourceForm(forms.Form):
 
     site = forms.ChoiceField(help_text='"any" matches every site restriction')
     grid_ce = forms.ChoiceField(label="Grid CE", required=False)
-    setup = forms.CharField(required=False, help_text="Default: DefaultSetup.")
+    setup = forms.CharField(required=False)
     cpu_time = forms.IntegerField(label="CPU time (s)", min_value=0, initial=86400)
     platform = forms.CharField(required=False, help_text=LIST_HELP)
     tag = forms.CharField(required=False, help_text=LIST_HELP)
@@ -70,6 +79,7 @@ class ResourceForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        _default_setup(self.fields["setup"])
         sites = list(Site.objects.values_list("name", flat=True))
         self.fields["site"].choices = [("any", "any"), *[(s, s) for s in sites]]
         ces = list(ComputingElement.objects.values_list("name", flat=True))

@@ -72,28 +72,29 @@ def _marker() -> tuple:
     return (agg["n"], agg["top"], agg["prio"], agg["sharing"])
 
 
+def _definition(tq: TaskQueue) -> matching.TQ:
+    return matching.TQ(
+        id=tq.pk,
+        owner_id=tq.owner_id,
+        owner_group_id=tq.owner_group_id,
+        job_sharing=tq.owner_group.job_sharing,
+        setup=tq.setup,
+        cpu_time=tq.cpu_time,
+        priority=tq.priority,
+        sites=frozenset(tq.sites),
+        banned_sites=frozenset(tq.banned_sites),
+        grid_ces=frozenset(tq.grid_ces),
+        platforms=frozenset(tq.platforms),
+        pilot_types=frozenset(tq.pilot_types),
+        tags=frozenset(tq.tags),
+        owner_name=tq.owner.get_username(),
+        group_name=tq.owner_group.name,
+    )
+
+
 def _load_taskqueues() -> list[matching.TQ]:
     rows = TaskQueue.objects.select_related("owner", "owner_group").order_by("id")
-    return [
-        matching.TQ(
-            id=tq.pk,
-            owner_id=tq.owner_id,
-            owner_group_id=tq.owner_group_id,
-            job_sharing=tq.owner_group.job_sharing,
-            setup=tq.setup,
-            cpu_time=tq.cpu_time,
-            priority=tq.priority,
-            sites=frozenset(tq.sites),
-            banned_sites=frozenset(tq.banned_sites),
-            grid_ces=frozenset(tq.grid_ces),
-            platforms=frozenset(tq.platforms),
-            pilot_types=frozenset(tq.pilot_types),
-            tags=frozenset(tq.tags),
-            owner_name=tq.owner.get_username(),
-            group_name=tq.owner_group.name,
-        )
-        for tq in rows
-    ]
+    return [_definition(tq) for tq in rows]
 
 
 def taskqueue_definitions() -> list[matching.TQ]:
@@ -407,10 +408,13 @@ def explain(definition: matching.TQ, resources) -> list[dict]:
 
 
 def definition_of(tq_id: int) -> matching.TQ | None:
+    """A TaskQueue's definition, read from the database itself when the matcher's cache does
+    not hold it yet (a TaskQueue made a moment ago, before the cache's next refresh)."""
     for tq in taskqueue_definitions():
         if tq.id == tq_id:
             return tq
-    return None
+    row = TaskQueue.objects.select_related("owner", "owner_group").filter(pk=tq_id).first()
+    return _definition(row) if row is not None else None
 
 
 def ce_resources():

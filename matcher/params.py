@@ -20,6 +20,9 @@ MATCH_DRAW_MODE = register(
 
 
 # --- the pilot director (seeds/dirac-taskqueue-director.txt; defaults from DIRAC's agent) ------
+POOL_BACKENDS = ("simulated", "local", "external")
+
+
 def _reg(name, kind, default, help, **kw):
     return register(
         Param(name=name, kind=kind, default=default, help=help, category="pilots", **kw)
@@ -85,12 +88,14 @@ _reg("DefaultSubmitPools", STR_LIST, ["gLite"], "Pools for TaskQueues that name 
 _reg(
     "SubmitPoolBackends",
     JSON,
-    {"gLite": "simulated", "DIRAC": "simulated", "SAM": "simulated", "Local": "local"},
-    "The backend of each submit pool: simulated (a simulated CE) or local (a real pilot process).",
+    {"gLite": "simulated", "DIRAC": "external", "SAM": "simulated", "Local": "local"},
+    "The backend of each submit pool: simulated (a simulated CE), local (a real pilot process) "
+    "or external (pilots started by hand or by another director: this one sends none; the "
+    "seed's TaskQueue director handles gLite and SAM only).",
     check=lambda v: (
         None
-        if isinstance(v, dict) and all(b in ("simulated", "local") for b in v.values())
-        else "an object mapping pools to simulated or local"
+        if isinstance(v, dict) and all(b in POOL_BACKENDS for b in v.values())
+        else "an object mapping pools to simulated, local or external"
     ),
 )
 _reg(

@@ -267,6 +267,10 @@ def director_cycle(rng: random.Random | None = None) -> dict:
             d.notes.append(f"unknown submit pool {d.submit_pool!r}")
             d.to_submit = 0
             continue
+        if backends_of[d.submit_pool] == "external":
+            d.notes.append(f"pool {d.submit_pool}: its pilots are started outside this director")
+            d.to_submit = 0
+            continue
         d.private = director.submit_private_pilot(
             s.private_pilot_fraction, d.tq.pilot_types, d.tq.force_generic, rng
         )
@@ -488,11 +492,15 @@ def set_pilot_status(pilot_id: int, to: str, reason: str = "", next_event=None) 
     return pilot
 
 
-def report_job(job_id: int, to: str, reason: str = "") -> Job:
-    """A pilot's report on the job it runs: the job moves along PanDA's states."""
+def report_job(job_id: int, to: str, reason: str = "", pilot_reference: str | None = None) -> Job:
+    """A pilot's report on the job it runs: the job moves along PanDA's states. With a
+    `pilot_reference`, only while that pilot still holds the job (checked under the lock: a
+    reschedule may have revoked the claim since the caller looked)."""
     now = clock.now()
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job_id)
+        if pilot_reference is not None and job.pilot_reference != pilot_reference:
+            raise PilotError(f"job {job_id} is no longer held by pilot {pilot_reference}")
         if to not in JOB_TRANSITIONS.get(job.status, set()):
             raise PilotError(f"job {job_id} is {job.status}, it cannot become {to}")
         JobStatusHistory.objects.create(
@@ -512,8 +520,11 @@ def report_job(job_id: int, to: str, reason: str = "") -> Job:
     return job
 
 
-def heartbeat(job_id: int) -> None:
-    Job.objects.filter(pk=job_id).update(heartbeat=clock.now())
+def heartbeat(job_id: int, pilot_reference: str | None = None) -> None:
+    jobs = Job.objects.filter(pk=job_id)
+    if pilot_reference is not None:
+        jobs = jobs.filter(pilot_reference=pilot_reference)  # not after its claim was revoked
+    jobs.update(heartbeat=clock.now())
 
 
 def pilot_may_report(user, pilot: Pilot) -> bool:

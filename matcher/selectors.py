@@ -53,3 +53,40 @@ def jobs_by_status(queryset=None) -> dict[str, int]:
     qs = Job.objects.all() if queryset is None else queryset
     counts = dict(qs.order_by().values_list("status").annotate(n=Count("*")))
     return {s.value: counts.get(s.value, 0) for s in JobStatus if counts.get(s.value)}
+
+
+def feasibility_context():
+    """The active CEs and live parameters the submission warnings compare jobs with."""
+    from config import gdpconfig
+    from matcher import feasibility, match
+
+    backends = gdpconfig.get("SubmitPoolBackends")
+    pools = set(gdpconfig.get("SubmitPools")) & set(backends)
+    return feasibility.Context(
+        ces=[res for _site, _ce, res in match.ce_resources()],
+        submit_pools=frozenset(pools),
+        default_setup=gdpconfig.get("DefaultSetup"),
+        external_pools=frozenset(p for p in pools if backends[p] == "external"),
+    )
+
+
+def job_warnings(jobs, ctx=None) -> dict[int, list[str]]:
+    """{job id: the requirements of that job no active CE offers ...}, computed once per
+    distinct requirement set (a list of a thousand jobs usually holds a few)."""
+    from config import gdpconfig
+    from matcher import feasibility
+    from matcher.models import MULTI_VALUED_FIELDS
+    from matcher.taskqueues import cpu_segment
+
+    ctx = ctx or feasibility_context()
+    segments = gdpconfig.get("CPUSegments")
+    seen: dict[tuple, list[str]] = {}
+    out = {}
+    for job in jobs:
+        req = {f: tuple(getattr(job, f)) for f in MULTI_VALUED_FIELDS}
+        key = (job.setup, job.cpu_time, *req.values())
+        if key not in seen:
+            segment = cpu_segment(job.cpu_time, segments)
+            seen[key] = feasibility.warnings(job.setup, job.cpu_time, segment, req, ctx)
+        out[job.pk] = seen[key]
+    return out

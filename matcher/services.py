@@ -15,9 +15,8 @@ from django.db.models import Count, Exists, OuterRef
 
 from config import clock, gdpconfig
 from config.cycles import cycle
-from matcher import taskqueues
+from matcher import lifecycle, taskqueues
 from matcher.models import (
-    FINAL_STATES,
     MULTI_VALUED_FIELDS,
     Job,
     JobStatus,
@@ -368,6 +367,14 @@ def _leave_taskqueue(job_id: int) -> int:
     return 1
 
 
+def _refuse_unless_allowed(action: str, job: Job, user) -> None:
+    reason = lifecycle.refusal(action, job.status, user.is_staff)
+    if reason is not None:
+        raise JobActionError(
+            f"job {job.pk} cannot be {lifecycle.JOB_ACTIONS[action].done}: {reason}"
+        )
+
+
 def kill_job(job_id: int, user, reason: str = "") -> Job:
     with transaction.atomic():
         # The membership first, then the job: the matcher's claim locks them in that order,
@@ -377,8 +384,7 @@ def kill_job(job_id: int, user, reason: str = "") -> Job:
         job = (
             Job.objects.select_for_update(of=("self",)).select_related("owner_group").get(pk=job_id)
         )
-        if job.status in FINAL_STATES:
-            raise JobActionError(f"job {job_id} is already {job.status}")
+        _refuse_unless_allowed("kill", job, user)
         _change_status(job, JobStatus.CANCELLED, reason or f"killed by {user.get_username()}")
     if left and job.task_queue_id:
         _housekeeping(drop_empty_taskqueues, [job.task_queue_id])
@@ -394,7 +400,9 @@ def _join_taskqueue(job: Job, segments) -> TaskQueue:
 
 
 def reschedule_job(job_id: int, user) -> Job:
-    """Send a job back to wait in the TaskQueue of its (current) definition."""
+    """Send a job back to wait in the TaskQueue of its (current) definition, from the states
+    `lifecycle.JOB_ACTIONS` allows; a pilot's claim on it is revoked (its reference cleared, so
+    that its later reports are refused)."""
     old_tq = None
 
     def attempt() -> Job:
@@ -405,8 +413,7 @@ def reschedule_job(job_id: int, user) -> Job:
                 .select_related("owner_group")
                 .get(pk=job_id)
             )
-            if job.status == JobStatus.ACTIVATED:
-                raise JobActionError(f"job {job_id} is already waiting in a TaskQueue")
+            _refuse_unless_allowed("reschedule", job, user)
             limit = gdpconfig.get("MaxRescheduling")
             if job.reschedule_count >= limit:
                 raise JobActionError(
@@ -417,10 +424,13 @@ def reschedule_job(job_id: int, user) -> Job:
             _leave_taskqueue(job.pk)
             _join_taskqueue(job, gdpconfig.get("CPUSegments"))
             tq = job.task_queue
+            revoked = (
+                f"; pilot {job.pilot_reference}'s claim revoked" if job.pilot_reference else ""
+            )
             _change_status(
                 job,
                 JobStatus.ACTIVATED,
-                f"rescheduled by {user.get_username()}; joined TaskQueue {tq.pk}",
+                f"rescheduled by {user.get_username()}{revoked}; joined TaskQueue {tq.pk}",
                 task_queue=tq,
                 site="",
                 grid_ce="",

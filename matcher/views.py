@@ -6,11 +6,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
+from config import gdpconfig
 from config.confirm import confirmation
 from config.decorators import staff_required
 from config.errors import add_to_form, error_messages
 from config.paging import paginate
-from matcher import charts, dashboard, match, selectors, services, why
+from matcher import charts, dashboard, lifecycle, match, selectors, services, why
 from matcher.api.resources import ResourceDescriptionSerializer
 from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
@@ -64,6 +65,9 @@ def job_detail(request, pk):
         .filter(pk=job.task_queue_id)
         .first(),
         "can_act": services.can_act_on(request.user, job),
+        "actions": lifecycle.offered(job.status, request.user.is_staff),
+        "warnings": selectors.job_warnings([job])[job.pk] if job.status == "activated" else [],
+        "default_setup": gdpconfig.get("DefaultSetup"),
         "why": why.explain(job),
         "pilot": Pilot.objects.filter(reference=job.pilot_reference).first()
         if job.pilot_reference
@@ -230,7 +234,5 @@ def match_resource(request):
         else:
             for key, errs in body.errors.items():
                 form.add_error(key if key in form.fields else None, errs)
-    from config import gdpconfig
-
     context = {"form": form, "rows": rows, "mode": gdpconfig.get("MatchDrawMode")}
     return render(request, "matcher/match_resource.html", context)

@@ -42,6 +42,17 @@ def director(request):
         if last
         else DirectorDecision.objects.none()
     )
+    # ?task_queue=N: that TaskQueue's decisions over the cycles shown (the health panel and
+    # a job's "why" link here); anything but an id is an error, not the whole table.
+    wanted, tq_error = request.GET.get("task_queue"), ""
+    if wanted is not None:
+        if wanted.isdigit():
+            decisions = DirectorDecision.objects.filter(
+                task_queue_id=int(wanted), cycle_run__in=run_ids
+            ).order_by("-cycle_run")
+        else:
+            tq_error = f"task_queue must be a TaskQueue id, not {wanted[:40]!r}"
+            decisions = DirectorDecision.objects.none()
     per_run = dict(
         DirectorDecision.objects.filter(cycle_run__in=run_ids)
         .values_list("cycle_run")
@@ -52,5 +63,7 @@ def director(request):
         "last": last,
         "page": paginate(request, decisions),
         "chart": charts.to_html(charts.director_figure(rows)) if rows else "",
+        "task_queue": wanted if wanted and wanted.isdigit() else "",
+        "tq_error": tq_error,
     }
     return render(request, "matcher/director.html", context)

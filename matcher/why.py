@@ -10,19 +10,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from matcher import match
-from matcher.models import FINAL_STATES, Job, JobStatus, Pilot, TaskQueue
+from config.models import CycleRun
+from matcher import director, match
+from matcher.models import FINAL_STATES, DirectorDecision, Job, JobStatus, Pilot, TaskQueue
 from matcher.models import PILOT_WAITING_STATES as WAITING_PILOTS
+
+RECENT_DECISIONS = 10  # the director draws a TaskQueue's pilots at random: look a few cycles back
 
 
 @dataclass
 class Part:
-    """One piece of the explanation: a title, lines (text, optional link), and whether it is
-    what holds the job back."""
+    """One piece of the explanation: a title, lines (text, optional link), whether it is what
+    holds the job back, and then the sentence that says so first (the headline)."""
 
     title: str
     lines: list[tuple[str, str]] = field(default_factory=list)
     blocking: bool = False
+    headline: str = ""
 
     def add(self, text: str, url: str = "") -> Part:
         self.lines.append((text, url))
@@ -35,6 +39,23 @@ EXPLAINERS: list[Callable[[Job], list[Part]]] = []
 def register(fn: Callable[[Job], list[Part]]) -> Callable[[Job], list[Part]]:
     EXPLAINERS.append(fn)
     return fn
+
+
+# The section's heading by the job's state: only a job that waits is "not running yet".
+TITLES = {
+    JobStatus.SENT: "Where it is going",
+    JobStatus.STARTING: "Where it is starting",
+    JobStatus.RUNNING: "Where it runs",
+    JobStatus.HOLDING: "Why is it holding?",
+    JobStatus.TRANSFERRING: "Where its output goes",
+}
+WAITING_TITLE = "Why is it not running yet?"
+
+
+def title(job: Job) -> str:
+    if job.status in FINAL_STATES:
+        return f"Why it is {job.status}"
+    return TITLES.get(job.status, WAITING_TITLE)
 
 
 def headline(job: Job) -> str:
@@ -61,9 +82,8 @@ def taskqueue_part(job: Job) -> Part | None:
         return None
     tq = TaskQueue.objects.filter(pk=job.task_queue_id).select_related("owner_group").first()
     if tq is None:
-        return Part("TaskQueue", blocking=True).add(
-            "Its TaskQueue is gone; the cleanup cycle puts the job back."
-        )
+        gone = "Its TaskQueue is gone; the cleanup cycle puts the job back."
+        return Part("TaskQueue", blocking=True, headline=gone).add(gone)
     higher = TaskQueue.objects.filter(priority__gt=tq.priority).count()
     total = TaskQueue.objects.count()
     part = Part("TaskQueue priority and share")
@@ -90,6 +110,12 @@ def matching_part(job: Job, analysis: dict) -> Part | None:
     if n:
         part.add(f"Pilots of {n} computing element{'s' if n != 1 else ''} can take it.")
     else:
+        from matcher.selectors import job_warnings
+
+        reasons = job_warnings([job])[job.pk]
+        part.headline = "No active computing element can take it" + (
+            f": {'; '.join(reasons)}." if reasons else "."
+        )
         part.add("No active computing element can take it:")
     for row in analysis["ces"]:
         if not row["matches"]:
@@ -97,15 +123,58 @@ def matching_part(job: Job, analysis: dict) -> Part | None:
     return part
 
 
+def director_part(job: Job) -> Part | None:
+    """The director's latest decisions for the job's TaskQueue, with its own reason when it
+    sent no pilot though its formula drew some."""
+    if job.status != JobStatus.ACTIVATED or not job.task_queue_id:
+        return None
+    url = f"/pilots/director/?task_queue={job.task_queue_id}"
+    runs = CycleRun.objects.filter(kind="director").order_by("-started", "-id")
+    decisions = list(
+        DirectorDecision.objects.filter(
+            task_queue_id=job.task_queue_id,
+            cycle_run__in=list(runs.values_list("pk", flat=True)[:RECENT_DECISIONS]),
+        ).order_by("-cycle_run")
+    )
+    part = Part("Pilot director")
+    if not decisions:
+        return part.add(
+            "The director has not decided on its TaskQueue yet (it runs every minute).", url
+        )
+    last = decisions[0]
+    part.add(
+        f"Last cycle ({last.at:%Y-%m-%d %H:%M}): λ = {last.lam:.2f}, drew {last.drawn}, cap "
+        f"{last.cap}, {last.waiting_pilots} waiting, sent {last.submitted}"
+        + (f": {last.skipped}" if last.skipped else ""),
+        url,
+    )
+    tried = next((d for d in decisions if d.drawn > 0 and d.cap > 0), None)
+    note = director.blocker(tried.skipped) if tried else None
+    if note:
+        part.blocking = True
+        part.headline = f"The director sends it no pilot: {note}."
+        if tried is not last:
+            part.add(f"When it last drew pilots for it ({tried.at:%Y-%m-%d %H:%M}): {note}", url)
+    return part
+
+
 def explain(job: Job) -> dict:
-    """{"headline", "parts": [Part], "analysis": the matcher's per-CE analysis}."""
+    """{"title", "headline", "parts": [Part], "analysis": the matcher's per-CE analysis}. The
+    headline states the first real blocker (a hold, no CE, the director's own reason), in that
+    order, before the state's general sentence."""
     analysis = match.analyse_job(job)
     parts: list[Part] = []
     for fn in EXPLAINERS:
         parts.extend(fn(job))
-    for part in (matching_part(job, analysis), taskqueue_part(job)):
+    for part in (matching_part(job, analysis), director_part(job), taskqueue_part(job)):
         if part is not None:
             parts.append(part)
     if job.status == JobStatus.HOLDING or "hold" in job.status_reason.lower():
         parts.insert(0, Part("Hold", blocking=True).add(job.status_reason or "on hold"))
-    return {"headline": headline(job), "parts": parts, "analysis": analysis}
+    first = next((p.headline for p in parts if p.blocking and p.headline), "")
+    return {
+        "title": title(job),
+        "headline": first or headline(job),
+        "parts": parts,
+        "analysis": analysis,
+    }

@@ -113,22 +113,41 @@ def _users():
     return [(users[u], groups[g], w) for u, g, w in USERS if u in users and g in groups]
 
 
+def _site_cpu_limits() -> dict[str, int]:
+    from matcher.models import ComputingElement
+
+    return dict(
+        ComputingElement.objects.filter(status=ComputingElement.Status.ACTIVE)
+        .values_list("site__name")
+        .annotate(top=Max("cpu_time_limit"))
+        .order_by()
+    )
+
+
 def arrive_jobs(rng: random.Random, n: int) -> int:
     from matcher import services as job_services
+    from matcher.taskqueues import cpu_segment
 
     people = _users()
     if not people or n <= 0:
         return 0
+    # A job restricted to sites names some that can run it: their CEs' CPU time limit reaches
+    # its CPU segment (the matcher's rule), so no simulated job waits for a CE that is not.
+    limits = _site_cpu_limits()
+    segments = gdpconfig.get("CPUSegments")
     by_user: dict = {}
     for _ in range(n):
         user, group, _w = rng.choices(people, weights=[w for *_, w in people])[0]
+        cpu = rng.choice(CPU_TIMES)
+        able = [s for s in DEMO_SITES if limits.get(s, 0) >= cpu_segment(cpu, segments)]
+        restrict = able and rng.random() < 0.4
         spec = {
             "owner_group": group,
-            "setup": "Production",
-            "cpu_time": rng.choice(CPU_TIMES),
+            "setup": gdpconfig.get("DefaultSetup"),  # the grid's one Setup
+            "cpu_time": cpu,
             "user_priority": rng.randint(1, 5),
             "name": "sim",
-            "sites": rng.sample(DEMO_SITES, rng.randint(1, 3)) if rng.random() < 0.4 else [],
+            "sites": rng.sample(able, rng.randint(1, min(3, len(able)))) if restrict else [],
         }
         by_user.setdefault(user.pk, (user, []))[1].append(spec)
     for user, specs in by_user.values():
@@ -272,6 +291,19 @@ def silence_pilots(rng: random.Random, n: int) -> int:
     return len(chosen)
 
 
+def renew_credentials(now) -> int:
+    """The simulated VO renews pilot credentials a day before the director would stop using
+    them (PilotProxyMinDays), as DIRAC's proxy manager renews proxies from MyProxy: on the
+    simulated clock (60x) a month-long credential would otherwise run out in half a day."""
+    from matcher.demo import CREDENTIAL_DAYS
+    from matcher.models import Credential
+
+    due = now + timedelta(days=gdpconfig.get("PilotProxyMinDays") + 1)
+    return Credential.objects.filter(expires__lt=due).update(
+        expires=now + timedelta(days=CREDENTIAL_DAYS)
+    )
+
+
 # --- the tick --------------------------------------------------------------------------------
 
 
@@ -323,6 +355,7 @@ def simulation_tick(rng: random.Random | None = None, minutes: float | None = No
         counts["job_ads"] = arrive_job_ads(
             rng, poisson(rng, gdpconfig.get("SimJobAdsPerHour") * minutes / 60)
         )
+    counts["credentials_renewed"] = renew_credentials(now)
     ran = []
     for kind in due_cycles(now):
         run = run_cycle(kind)

@@ -118,11 +118,13 @@ def test_four_sqlite_matchers_on_one_file_are_correct(tmp_path):
     # A generic pilot never takes private-only TaskQueues: make every job takeable.
     con.execute("UPDATE matcher_taskqueue SET pilot_types = '[]'")
     con.commit()
+    total = con.execute("SELECT COUNT(*) FROM matcher_job").fetchone()[0]
+    assert total == 601  # and the README pilot example's job
     claimed, _ = _run(None, str(db))
     statuses = dict(con.execute("SELECT status, COUNT(*) FROM matcher_job GROUP BY status"))
     members = con.execute("SELECT COUNT(*) FROM matcher_taskqueuejob").fetchone()[0]
     sent = {r[0] for r in con.execute("SELECT id FROM matcher_job WHERE status = 'sent'")}
     con.close()
-    assert len(claimed) == len(set(claimed)) == 600
-    assert statuses == {"sent": 600} and members == 0
+    assert len(claimed) == len(set(claimed)) == total
+    assert statuses == {"sent": total} and members == 0
     assert sent == set(claimed)

@@ -100,6 +100,13 @@ ROWS = [
         "D 409 404 404 404 409",  # allowed, but a waiting job has nothing to reschedule
     ),
     (
+        "api:job-reschedule",
+        "POST",
+        "/api/v1/jobs/{matched_job}/reschedule/",
+        None,
+        "D 404 404 404 404 200",  # a job a pilot holds: staff only (the claim is revoked)
+    ),
+    (
         "api:job-report-status",
         "POST",
         "/api/v1/jobs/{matched_job}/status/",
@@ -448,6 +455,7 @@ ROWS = [
     ("job-kill", "POST", "/jobs/{carol_job}/kill/", {"confirm": "yes"}, "D 404 404 R 404 R"),
     ("job-kill", "GET", "/jobs/{alice_job}/kill/", None, "D 405 405 405 405 405"),
     ("job-reschedule", "POST", "/jobs/{alice_job}/reschedule/", None, "D R 404 404 404 R"),
+    ("job-reschedule", "POST", "/jobs/{matched_job}/reschedule/", None, "D 404 404 404 404 R"),
     ("taskqueue-list", "GET", "/taskqueues/", None, A),
     ("taskqueue-detail", "GET", "/taskqueues/{alice_tq}/", None, "D 200 404 404 404 200"),
     ("taskqueue-detail", "GET", "/taskqueues/{carol_tq}/", None, "D 404 404 200 404 200"),

@@ -82,7 +82,7 @@ def test_a_production_task_is_brokered_to_a_nucleus_its_jobs_to_queues_and_a_pil
 
     # A pilot at one of those sites matches one of the task's jobs.
     found = match.match_job(
-        Resource(site="LCG.PIC.es", grid_ce="ce07.pic.es", cpu_time=86400, setup="Production"),
+        Resource(site="LCG.PIC.es", grid_ce="ce07.pic.es", cpu_time=86400, setup="LHCb-Production"),
         "pilot-1",
     )
     assert found is not None and found.job.id in {j.pk for j in jobs}

@@ -463,7 +463,7 @@ def test_a_rebrokered_task_job_comes_back_through_job_brokerage(panda, users):
     [job, other] = task_jobs(task)
     site = job.sites[0]
     found = match.match_job(
-        Resource(site=site, grid_ce="any", cpu_time=86400, setup="Production"), "p-1"
+        Resource(site=site, grid_ce="any", cpu_time=86400, setup="LHCb-Production"), "p-1"
     )
     assert found is not None
     matched = Job.objects.get(pk=found.job.id)

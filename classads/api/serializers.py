@@ -100,7 +100,11 @@ class JobAdSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         required=False,
         help_text="A group the user belongs to; may be left out when it belongs to only one.",
     )
-    setup = StrictCharField(max_length=64, required=False, help_text="Default: DefaultSetup.")
+    setup = StrictCharField(
+        max_length=64,
+        required=False,
+        help_text="Default: the grid's Setup, the gdpconfig parameter DefaultSetup.",
+    )
     cpu_time = StrictIntegerField(
         min_value=1,
         max_value=MAX_CPU_TIME,

@@ -1,6 +1,10 @@
 """Strict serializer fields: a wrong JSON type is an error, never silently converted."""
 
 from rest_framework import serializers
+from rest_framework.fields import empty
+from rest_framework.settings import api_settings
+
+NON_FIELD = api_settings.NON_FIELD_ERRORS_KEY
 
 
 class StrictIntegerField(serializers.IntegerField):
@@ -51,11 +55,20 @@ class StrictStringListField(serializers.ListField):
 
 
 class RejectUnknownFieldsMixin:
-    """Answer 400 naming every key the serializer does not know, instead of ignoring it."""
+    """Answer 400 naming every key the serializer does not know, instead of ignoring it, and
+    together with every other offending field: a client fixes its request in one round."""
 
-    def to_internal_value(self, data):
+    def run_validation(self, data=empty):
+        unknown = {}
         if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({k: ["Unknown field."] for k in unknown})
-        return super().to_internal_value(data)
+            unknown = {k: ["Unknown field."] for k in sorted(set(data) - set(self.fields))}
+        try:
+            value = super().run_validation(data)
+        except serializers.ValidationError as exc:
+            if not unknown:
+                raise
+            detail = exc.detail if isinstance(exc.detail, dict) else {NON_FIELD: exc.detail}
+            raise serializers.ValidationError({**unknown, **detail}) from None
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value

@@ -165,10 +165,14 @@ class JobReportsMixin:
         """The job's pilot reports it starting, running, finished or failed."""
         body = JobReportSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        job = _pilot_job(request, pk, body.validated_data["pilot_reference"])
+        reference = body.validated_data["pilot_reference"]
+        job = _pilot_job(request, pk, reference)
         try:
             job = service.report_job(
-                job.pk, body.validated_data["status"], body.validated_data["reason"]
+                job.pk,
+                body.validated_data["status"],
+                body.validated_data["reason"],
+                pilot_reference=None if request.user.is_staff else reference,
             )
         except service.PilotError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
@@ -179,6 +183,7 @@ class JobReportsMixin:
     def heartbeat(self, request, pk=None):
         body = HeartbeatSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        job = _pilot_job(request, pk, body.validated_data["pilot_reference"])
-        service.heartbeat(job.pk)
+        reference = body.validated_data["pilot_reference"]
+        job = _pilot_job(request, pk, reference)
+        service.heartbeat(job.pk, None if request.user.is_staff else reference)
         return Response(status=status.HTTP_204_NO_CONTENT)

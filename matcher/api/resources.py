@@ -36,7 +36,11 @@ class StringOrListField(serializers.Field):
 class ResourceDescriptionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     site = StrictCharField(max_length=128, help_text='The pilot\'s site, or "any".')
     grid_ce = StrictCharField(max_length=128, required=False, help_text="The pilot's CE.")
-    setup = StrictCharField(max_length=64, required=False, help_text="Default: DefaultSetup.")
+    setup = StrictCharField(
+        max_length=64,
+        required=False,
+        help_text="Default: the grid's Setup, the gdpconfig parameter DefaultSetup.",
+    )
     cpu_time = StrictIntegerField(min_value=0, help_text="CPU seconds the pilot can offer.")
     platform = StringOrListField(required=False, help_text="A platform or a list of them.")
     tag = StrictStringListField(help_text="Tags the resource offers.")

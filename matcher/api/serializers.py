@@ -62,7 +62,11 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         required=False,
         help_text="A group the user belongs to; may be left out when it belongs to only one.",
     )
-    setup = StrictCharField(max_length=64, required=False, help_text="Default: DefaultSetup.")
+    setup = StrictCharField(
+        max_length=64,
+        required=False,
+        help_text="Default: the grid's Setup, the gdpconfig parameter DefaultSetup.",
+    )
     cpu_time = StrictIntegerField(min_value=1, max_value=MAX_CPU_TIME, help_text="CPU seconds.")
     sites = StrictStringListField(help_text="Sites that may run the job; empty: any site.")
     banned_sites = StrictStringListField()
@@ -119,9 +123,16 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class JobCreatedSerializer(serializers.ModelSerializer):
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        default=list,
+        help_text="Requirements no active CE offers (the job is stored, but may never run).",
+    )
+
     class Meta:
         model = Job
-        fields = ["id", "status", "task_queue"]
+        fields = ["id", "status", "task_queue", "warnings"]
 
 
 class JobStatusHistorySerializer(serializers.ModelSerializer):
@@ -175,10 +186,19 @@ class JobSerializer(serializers.ModelSerializer):
 
 class JobDetailSerializer(JobSerializer):
     history = JobStatusHistorySerializer(many=True, read_only=True)
+    warnings = serializers.SerializerMethodField(
+        help_text="For a job waiting in its TaskQueue: requirements no active CE offers."
+    )
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "jdl", "history"]
+        fields = [*JobSerializer.Meta.fields, "jdl", "history", "warnings"]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_warnings(self, job):
+        from matcher.selectors import job_warnings
+
+        return job_warnings([job])[job.pk] if job.status == "activated" else []
 
 
 class PriorityCountSerializer(serializers.Serializer):

@@ -40,7 +40,8 @@ class JobViewSet(JobReportsMixin, mixins.CreateModelMixin, viewsets.ReadOnlyMode
     @extend_schema(
         request=s.JobSubmitSerializer,
         responses={201: s.JobCreatedSerializer, 400: OpenApiResponse(description="bad job")},
-        description="Submit one job (an object) or several (a list, stored all or nothing).",
+        description="Submit one job (an object) or several (a list, stored all or nothing). A job "
+        "that no active CE can take is stored all the same, with `warnings` naming why.",
     )
     def create(self, request, *args, **kwargs):
         many = isinstance(request.data, list)
@@ -50,6 +51,9 @@ class JobViewSet(JobReportsMixin, mixins.CreateModelMixin, viewsets.ReadOnlyMode
         serializer.is_valid(raise_exception=True)
         specs = serializer.validated_data if many else [serializer.validated_data]
         jobs = services.submit_jobs(request.user, specs)
+        warnings = selectors.job_warnings(jobs)
+        for job in jobs:
+            job.warnings = warnings[job.pk]
         out = s.JobCreatedSerializer(jobs, many=True).data
         return Response(out if many else out[0], status=status.HTTP_201_CREATED)
 

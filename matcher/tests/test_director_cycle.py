@@ -68,6 +68,7 @@ def test_a_missing_credential_skips_the_taskqueue_with_the_reason(waiting):
 
 def test_a_credential_with_less_than_five_days_left_is_not_used(submit):
     gdpconfig.set_value("PrivatePilotFraction", 1.0)  # bob's pilots are private: his credential
+    Credential.objects.filter(dn__endswith="CN=bob").update(expires=clock.now() + timedelta(days=2))
     submit("bob", cpu_time=100)
     run_cycle("director")
     assert not Pilot.objects.exists()

@@ -28,14 +28,15 @@ def test_the_owner_kills_its_job_and_a_second_kill_conflicts(api, users, submit)
 
 def test_reschedule_is_refused_for_a_waiting_job_and_after_max_rescheduling(api, users, submit):
     from config import gdpconfig
+    from matcher.tests.test_job_actions import put_in_state
 
     gdpconfig.set_value("MaxRescheduling", 1)
     job = submit("alice", cpu_time=100)
     alice = api(users["alice"])
     assert alice.post(f"/api/v1/jobs/{job.pk}/reschedule/").status_code == 409
-    alice.post(f"/api/v1/jobs/{job.pk}/kill/")
+    put_in_state(job, JobStatus.FAILED)
     assert alice.post(f"/api/v1/jobs/{job.pk}/reschedule/").status_code == 200
-    alice.post(f"/api/v1/jobs/{job.pk}/kill/")
+    put_in_state(job, JobStatus.FAILED)
     r = alice.post(f"/api/v1/jobs/{job.pk}/reschedule/")
     assert r.status_code == 409 and "MaxRescheduling" in r.data["detail"]
 

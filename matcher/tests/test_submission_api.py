@@ -20,7 +20,12 @@ def test_a_valid_job_answers_201_with_id_status_and_taskqueue(api, users):
     )
     assert r.status_code == 201, r.content
     job = Job.objects.get(pk=r.data["id"])
-    assert r.data == {"id": job.pk, "status": "activated", "task_queue": job.task_queue_id}
+    assert r.data == {
+        "id": job.pk,
+        "status": "activated",
+        "task_queue": job.task_queue_id,
+        "warnings": [],
+    }
     assert job.owner == users["alice"]
     assert job.owner_group.name == "lhcb_user"  # her only group
     assert job.setup == "LHCb-Production"  # DefaultSetup

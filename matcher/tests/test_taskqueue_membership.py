@@ -1,4 +1,7 @@
-from matcher import services
+import pytest
+
+from matcher import match, services
+from matcher.matching import Resource
 from matcher.models import Job, JobStatus, JobStatusHistory, TaskQueue, TaskQueueJob
 
 
@@ -41,13 +44,20 @@ def test_a_taskqueue_disappears_when_its_last_job_leaves(submit, users):
 
 
 def test_a_rescheduled_job_joins_the_taskqueue_of_its_definition_again(submit, users):
+    from matcher import pilots
+
     job = submit("alice", cpu_time=100)
     services.kill_job(job.pk, users["alice"])
+    with pytest.raises(services.JobActionError, match="cancelled, which is final"):
+        services.reschedule_job(job.pk, users["alice"])
+    job = submit("alice", cpu_time=100)
+    match.match_job(Resource(site="LCG.CERN.ch", setup="any", cpu_time=10**6), "p-1")
+    pilots.report_job(job.pk, JobStatus.FAILED, "payload failed")
     job = services.reschedule_job(job.pk, users["alice"])
     assert job.status == JobStatus.ACTIVATED
     assert job.reschedule_count == 1
     assert TaskQueueJob.objects.get(job=job).task_queue_id == job.task_queue_id
-    assert [h.to_status for h in job.history.all()] == ["activated", "cancelled", "activated"]
+    assert [h.to_status for h in job.history.all()] == ["activated", "sent", "failed", "activated"]
 
 
 def test_cpu_segments_changed_in_gdpconfig_apply_to_new_jobs(submit):

@@ -124,7 +124,7 @@ def test_staff_edit_a_jobshare_in_the_admin_and_the_shares_page_shows_it(page, g
     page.page.click("input[name=_save]")
     page.page.wait_for_selector("text=was changed successfully")
     page.goto("/shares/")
-    row = page.page.locator("tr.group-row[data-group=lhcb_mc]")
+    row = page.page.locator("tr.group-row[data-group='lhcb_mc']")  # not its TaskQueues' rows
     assert "650" in row.inner_text()
     # Recorded like an edit on the Shares page, and so revertible.
     change = page.page.locator("#history tr", has_text="lhcb_mc")

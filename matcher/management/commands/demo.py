@@ -30,8 +30,12 @@ class Command(BaseCommand):
             result = bulk.load_jobs(
                 jobs, seed=2026, batch_size=1000, progress=ProgressBar("demo jobs", self.stderr)
             )
+            example = demo.example_job()
             recompute_priorities()
             self.stdout.write(f"{result.jobs} jobs waiting in {result.taskqueues} TaskQueues.")
+            self.stdout.write(
+                f"Job {example} of {demo.EXAMPLE_USER} waits for the README's hand-started pilot."
+            )
             if pilots:
                 started = demo.first_pilots()
                 self.stdout.write(f"A first director cycle sent pilots; {started} jobs run.")

@@ -1,0 +1,74 @@
+"""FilterSets that neither ignore what they do not understand nor pretend to have filtered.
+
+A list filtered by `?status=bogus` or by a misspelt parameter used to show every row as if
+filtered. A StrictFilterSet names each unknown parameter and each invalid value as an error
+(the API answers 400, a page shows the error), and filters nothing out of an invalid query:
+its queryset is then empty. The API's filter backend hands a FilterSet's `ordering` to the
+cursor pagination, which would otherwise impose its own order.
+"""
+
+from __future__ import annotations
+
+import django_filters
+from django.core.exceptions import ValidationError
+from django.forms.utils import ErrorList
+from django_filters.rest_framework import DjangoFilterBackend
+
+# Query parameters that paging and content negotiation read, not the filters.
+PAGING_PARAMETERS = frozenset({"page", "cursor", "page_size", "format"})
+
+
+class StrictFilterSet(django_filters.FilterSet):
+    def unknown_parameters(self) -> list[str]:
+        if not self.is_bound:
+            return []
+        return sorted(k for k in self.data if k not in self.filters and k not in PAGING_PARAMETERS)
+
+    @property
+    def errors(self):
+        errors = self.form.errors
+        known = ", ".join(sorted(self.filters))
+        for name in self.unknown_parameters():
+            if name not in errors:
+                # The name goes in as a parameter: it is the client's text (a "%" in it must
+                # not be read as a format).
+                error = ValidationError(
+                    "Unknown parameter %(name)s; this list filters by %(known)s.",
+                    code="unknown",
+                    params={"name": name[:100], "known": known},
+                )
+                errors[name] = ErrorList([error])
+        return errors
+
+    def is_valid(self) -> bool:
+        return self.is_bound and not self.errors
+
+    @property
+    def qs(self):
+        if not hasattr(self, "_qs") and self.is_bound and not self.is_valid():
+            self._qs = self.queryset.none()
+        return super().qs
+
+    def ordering_fields(self) -> list[str] | None:
+        """The model fields of a valid `ordering` parameter, or None."""
+        f = self.filters.get("ordering")
+        if f is None or not self.is_valid():
+            return None
+        value = self.form.cleaned_data.get("ordering")
+        return [f.get_ordering_value(v) for v in value] if value else None
+
+
+class StrictFilterBackend(DjangoFilterBackend):
+    """DjangoFilterBackend with StrictFilterSet behaviour for `filterset_fields` too, and the
+    FilterSet's ordering passed on to the cursor pagination (ties broken by id)."""
+
+    filterset_base = StrictFilterSet
+
+    def get_ordering(self, request, queryset, view):
+        filterset = self.get_filterset(request, queryset, view)
+        fields = filterset.ordering_fields() if isinstance(filterset, StrictFilterSet) else None
+        if not fields:
+            return None
+        if not any(f.lstrip("-") in ("id", "pk") for f in fields):
+            fields.append("-id" if fields[0].startswith("-") else "id")
+        return tuple(fields)

@@ -1,0 +1,142 @@
+"""Which of a job's requirements no active computing element offers.
+
+A job that can never run is accepted, as DIRAC accepts it (a CE may come back, staff may add a
+tag), but its submitter is told at once: the submission answers `warnings` and the job page
+shows them. Pure: the CEs come in as the resource descriptions their pilots would present
+(`match.ce_resources`), the rules are the matcher's own (`matching.first_failing_rule`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from matcher import matching
+
+DIRECTOR_PILOT_TYPES = frozenset({"private", "generic"})
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the checks compare a job with: the active CEs and the live parameters."""
+
+    ces: Sequence[matching.Resource]
+    submit_pools: frozenset[str]  # pools the director knows and has a backend for
+    default_setup: str
+    external_pools: frozenset[str] = frozenset()  # their pilots come from outside the director
+
+
+def _listed(values) -> str:
+    return ", ".join(sorted(values))
+
+
+def _tq(setup: str, segment: int, req: Mapping[str, Sequence[str]]) -> matching.TQ:
+    return matching.TQ(
+        id=0,
+        owner_id=0,
+        owner_group_id=0,
+        job_sharing=False,
+        setup=setup,
+        cpu_time=segment,
+        priority=0.0,
+        **{
+            f: frozenset(req.get(f, ()))
+            for f in ("sites", "banned_sites", "grid_ces", "platforms", "tags")
+        },
+    )
+
+
+def can_run(setup: str, segment: int, req: Mapping, ces: Sequence[matching.Resource]) -> bool:
+    """Whether the pilots of some active CE could take a TaskQueue of these requirements."""
+    tq = _tq(setup, segment, req)
+    return any(matching.first_failing_rule(tq, ce) is None for ce in ces)
+
+
+def warnings(setup: str, cpu_time: int, segment: int, req: Mapping, ctx: Context) -> list[str]:
+    """Plain sentences, one per requirement no active CE offers (or that defeats itself)."""
+    out = _self_defeating(setup, req, ctx)
+    tq = _tq(setup, segment, req)
+    able = [ce for ce in ctx.ces if matching.first_failing_rule(tq, ce) is None]
+    if not able:
+        out += _unoffered(tq, cpu_time, ctx.ces) or [
+            "no single active CE offers all its requirements together "
+            "(see why it is not running on its page)"
+        ]
+    elif cpu_time > max(ce.cpu_time for ce in able):
+        # Above the last CPU segment the matcher lets the largest CEs take it, whose pilots
+        # then run out of time.
+        out.append(_over_limit(cpu_time, segment, max(ce.cpu_time for ce in able)))
+    return out
+
+
+def _over_limit(cpu_time: int, segment: int, top: int) -> str:
+    seg = f" (CPU segment {segment} s)" if segment != cpu_time else ""
+    return (
+        f"CPU time {cpu_time} s{seg} is over every active CE's CPU time limit "
+        f"(the largest is {top} s)"
+    )
+
+
+def _self_defeating(setup: str, req: Mapping, ctx: Context) -> list[str]:
+    out = []
+    both = set(req.get("sites", ())) & set(req.get("banned_sites", ()))
+    if both:
+        out.append(f"site {_listed(both)} is both in Sites and in BannedSites: it never runs there")
+    unknown_pools = set(req.get("submit_pools", ())) - ctx.submit_pools
+    if unknown_pools:
+        out.append(
+            f"SubmitPools {_listed(unknown_pools)}: no such submit pool "
+            f"(known: {_listed(ctx.submit_pools)}), the director sends it no pilot"
+        )
+    pools = set(req.get("submit_pools", ()))
+    if pools and pools <= ctx.external_pools:
+        out.append(
+            f"SubmitPools {_listed(pools)}: the director sends no pilot through it; only a "
+            "pilot started by hand (or by another director) takes it"
+        )
+    types = set(req.get("pilot_types", ()))
+    if types and not types & DIRECTOR_PILOT_TYPES:
+        out.append(
+            f"PilotTypes {_listed(types)}: the director's pilots are private or generic, "
+            "so only a pilot started by hand with that type takes it"
+        )
+    if setup != ctx.default_setup:
+        out.append(
+            f"Setup {setup} is not this grid's Setup ({ctx.default_setup}, the DefaultSetup "
+            "parameter): pilots presenting the grid's Setup do not take it"
+        )
+    return out
+
+
+def _unoffered(tq: matching.TQ, cpu_time: int, ces: Sequence[matching.Resource]) -> list[str]:
+    """Each requirement that no active CE offers, the CEs narrowed by site and Grid CE first
+    (a platform offered only at a banned site is not offered)."""
+    if not ces:
+        return ["no computing element is active"]
+    allowed = [c for c in ces if c.site not in tq.banned_sites]
+    if tq.sites:
+        allowed = [c for c in allowed if c.site in tq.sites]
+    if not allowed:
+        where = f"Sites {_listed(tq.sites)}" if tq.sites else "any site"
+        ban = f" (BannedSites {_listed(tq.banned_sites)})" if tq.banned_sites else ""
+        return [f"no active CE at {where}{ban}"]
+    if tq.grid_ces:
+        allowed = [c for c in allowed if c.grid_ce in tq.grid_ces]
+        if not allowed:
+            return [f"GridCEs {_listed(tq.grid_ces)}: none is an active CE at its allowed sites"]
+    out = []
+    top = max(c.cpu_time for c in allowed)
+    if max(tq.cpu_time, cpu_time) > top:
+        out.append(_over_limit(cpu_time, tq.cpu_time, top))
+    if tq.platforms and not any(tq.platforms & c.platforms for c in allowed):
+        offered = set().union(*(c.platforms for c in allowed))
+        out.append(
+            f"no active CE offers platform {_listed(tq.platforms)} "
+            f"(offered: {_listed(offered) or 'none'})"
+        )
+    missing = [t for t in sorted(tq.tags) if not any(t in c.tags for c in allowed)]
+    for tag in missing:
+        out.append(f"no active CE offers tag {tag}")
+    if tq.tags and not missing and not any(tq.tags <= c.tags for c in allowed):
+        out.append(f"no active CE offers tags {_listed(tq.tags)} together")
+    return out
