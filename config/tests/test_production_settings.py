@@ -33,6 +33,7 @@ PRODUCTION_ENV = {
 def manage(*args, **env):
     clean = {k: v for k, v in os.environ.items() if k not in PRODUCTION_ENV}
     clean.pop("GRIDWMS_TESTING", None)
+    clean.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the browser tests set it in this process
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
@@ -106,3 +107,35 @@ def test_a_server_error_is_the_projects_own_500_page_and_leaks_nothing(client):
     api = client.get("/api/v1/broken/")
     assert api.status_code == 500 and api.json()["detail"].startswith("Server error")
     assert "secret" not in api.content.decode()
+
+
+def test_production_urls_load_before_collectstatic_has_run(tmp_path):
+    """DEBUG=0 used to fail every request, the API's included: the URLconf asked the static
+    manifest for the favicon's name when imported. Now the API answers whatever the manifest."""
+    script = (
+        "import django; django.setup();"
+        "from django.test import Client;"
+        "r = Client().get('/api/v1/jobs/');"
+        "print(r.status_code)"
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in PRODUCTION_ENV and k != "GRIDWMS_TESTING"
+    }
+    env.update(
+        DEBUG="0",
+        SECRET_KEY=SECRET,
+        DATABASE_URL=f"sqlite:///{tmp_path / 'empty.sqlite3'}",
+        STATIC_ROOT=str(tmp_path / "never-collected"),
+        DJANGO_SETTINGS_MODULE="config.settings",
+        ALLOWED_HOSTS="testserver",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "401"  # anonymous: the API's answer, not a 500

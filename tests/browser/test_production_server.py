@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.browser.conftest import WatchedPage, browser  # noqa: F401  (the fixture)
+from tests.browser.conftest import WatchedPage
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "gridwms"  # matcher.demo.USER_PASSWORD
 pytestmark = pytest.mark.timeout(900)
 
@@ -61,6 +61,7 @@ def server(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"production-{request.param}")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GRIDWMS_", "PYTEST_"))}
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set for Playwright's sake in this process
     env.update(
         DEBUG="0",
         SECRET_KEY="production-test-" + "s3cr3t" * 10,
@@ -216,7 +217,7 @@ def test_the_access_log_is_one_json_object_per_request(server):
 
 
 @pytest.mark.browser
-def test_every_page_draws_in_a_browser_against_the_production_server(server, browser):  # noqa: F811
+def test_every_page_draws_in_a_browser_against_the_production_server(server, browser):
     """Staff open every page of the permissions matrix that needs no object id (the browser
     suite's list), with its static files and plotly from the manifest."""
     from tests.browser.test_every_page_in_browser import page_rows
@@ -238,7 +239,7 @@ def test_every_page_draws_in_a_browser_against_the_production_server(server, bro
 
 
 @pytest.mark.browser
-def test_a_user_follows_a_job_in_a_browser_against_the_production_server(server, browser):  # noqa: F811
+def test_a_user_follows_a_job_in_a_browser_against_the_production_server(server, browser):
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = WatchedPage(context.new_page(), server["base"])
     try:
