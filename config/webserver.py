@@ -3,9 +3,9 @@
     python -m config.webserver
 
 WEB_SERVER chooses it:
-  granian   (default) Granian, a Rust HTTP/1.1 server, serving config.wsgi: on this project's
-            pilot workload it spends about half of gunicorn's CPU per request (bench/http_match.py
-            measures both side by side)
+  granian   (default) Granian, a Rust HTTP/1.1 server, serving config.wsgi: on the pilots'
+            workload it spends less CPU per request than gunicorn (1.1-1.3 against 1.4-2.2 ms
+            per match; bench/http_match.py measures both side by side)
   gunicorn  gunicorn with config/gunicorn.conf.py (gthread workers)
 Common settings (README, Production):
   WEB_BIND or HOST/PORT   where to listen (default 127.0.0.1:8000)
