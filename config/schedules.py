@@ -12,4 +12,5 @@ SCHEDULES = {
     "negotiator": 1,
     "matchmaker_monitor": 2,
     "timeouts": 5,
+    "retention": 10,
 }

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "brokerage",
     "classads",
     "simulation",
+    "retention",
 ]
 
 MIDDLEWARE = [
