@@ -1,11 +1,12 @@
-# gridwms: `make run` (dashboard on SQLite with a demo world) and `make test` (the whole suite).
+# gridwms: `make run` (dashboard on SQLite with a demo world), `make test` (the whole suite) and
+# `make serve` (production: gunicorn and the workers; SECRET_KEY and DATABASE_URL required).
 PY ?= python3
 VENV = .venv
 BIN = $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run worker test test-pg lint bench clean
+.PHONY: install run serve worker test test-pg lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,6 +31,11 @@ run: $(BIN)/.installed
 	$(BIN)/python manage.py setup_schedules
 	@echo "gridwms on http://$(HOST):$(PORT)/  (admin / admin; users alice, bob, carol, dave, erin / gridwms)"
 	HOST=$(HOST) PORT=$(PORT) bash scripts/run.sh
+
+# Production on one host: migrate, collectstatic, gunicorn and the django-q2 cluster, DEBUG off
+# (README, Production). ROLE=web or ROLE=worker runs one half (several hosts, one database).
+serve: $(BIN)/.installed
+	HOST=$(HOST) PORT=$(PORT) bash scripts/serve.sh $(or $(ROLE),all)
 
 worker: $(BIN)/.installed
 	$(BIN)/python manage.py qcluster

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from config.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -26,15 +28,53 @@ def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
-SECRET_KEY = os.environ.get(
-    "SECRET_KEY", "gridwms-development-key-change-me-in-production-0123456789"
-)
 DEBUG = env_bool("DEBUG", True)
 TESTING = env_bool("GRIDWMS_TESTING", "pytest" in sys.modules)
+# Production: DEBUG off outside the test suite (`make serve`, gunicorn -c config/gunicorn.conf.py).
+PRODUCTION = not DEBUG and not TESTING
+
+
+def required_in_production(name: str, development_default: str) -> str:
+    """A setting production must be given: without it, one line naming the variable and exit
+    (no traceback: an operator reads it in a terminal or a unit's log)."""
+    value = os.environ.get(name, "").strip()
+    if value:
+        return value
+    if PRODUCTION:
+        raise SystemExit(
+            f"gridwms: {name} is not set; production (DEBUG=0) refuses to start without it "
+            "(see README, Production)"
+        )
+    return development_default
+
+
+SECRET_KEY = required_in_production(
+    "SECRET_KEY", "gridwms-development-key-change-me-in-production-0123456789"
+)
+DATABASE_URL = required_in_production("DATABASE_URL", "")
 ALLOWED_HOSTS = [
-    h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h
+    h
+    for h in os.environ.get(
+        "ALLOWED_HOSTS", "127.0.0.1,localhost" if PRODUCTION else "127.0.0.1,localhost,testserver"
+    ).split(",")
+    if h
 ]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+# Behind a TLS-terminating proxy (README, Production): each is Django's setting of the same name,
+# off by default so that a host answers plain HTTP on its own address (curl, health checks).
+if os.environ.get("SECURE_PROXY_SSL_HEADER"):
+    # The header the proxy sets to "https", e.g. X-Forwarded-Proto; the proxy must overwrite it.
+    _header = os.environ["SECURE_PROXY_SSL_HEADER"].strip().upper().replace("-", "_")
+    SECURE_PROXY_SSL_HEADER = (f"HTTP_{_header}", "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Load balancers and Prometheus ask the hosts directly, over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
 
 # `make run` drives the demo with the simulated grid's shared, accelerated clock.
 SIMULATED_CLOCK = os.environ.get("GRIDWMS_SIMULATED_CLOCK", "") == "1"
@@ -63,6 +103,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -148,24 +189,27 @@ USE_TZ = True
 
 # --- Static files: everything served locally through whitenoise, no CDN ---------------------------
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
     "config.staticfinders.PlotlyJsFinder",
 ]
+# Production serves what `collectstatic` wrote: names carrying their content's hash (cached for
+# a year, immutable) from the manifest, compressed. Development serves from the finders.
+STATIC_MANIFEST = env_bool("STATIC_MANIFEST", not DEBUG)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": (
             "whitenoise.storage.CompressedManifestStaticFilesStorage"
-            if env_bool("STATIC_MANIFEST", not DEBUG)
+            if STATIC_MANIFEST
             else "django.contrib.staticfiles.storage.StaticFilesStorage"
         )
     },
 }
-WHITENOISE_USE_FINDERS = True
+WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
 # In development whitenoise serves from the finders; staticfiles/ exists only after collectstatic.
 warnings.filterwarnings("ignore", message="No directory at")
 
@@ -227,10 +271,12 @@ Q_CLUSTER = {
     "sync": env_bool("Q_SYNC", False),
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
-}
+# /metrics (config/metrics.py): staff tokens, and these addresses or networks (comma-separated,
+# e.g. the Prometheus server's). Behind a proxy every request comes from the proxy's address:
+# list only addresses the proxy does not forward from.
+METRICS_ALLOWED_ADDRESSES = [
+    a.strip() for a in os.environ.get("METRICS_ALLOWED_ADDRESSES", "").split(",") if a.strip()
+]
+
+# Plain text, or one JSON object per line with LOG_FORMAT=json (config/logs.py).
+LOGGING = logging_config(os.environ.get("LOG_LEVEL", "INFO"))

@@ -6,11 +6,25 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from config import health, metrics
+
+
+class FaviconRedirect(RedirectView):
+    # Resolved per request, not when the URLconf is imported: in production the name comes from
+    # collectstatic's manifest (a URLconf that fails to import would fail every request).
+    def get_redirect_url(self, *args, **kwargs):
+        return static("img/favicon.svg")
+
+
+handler400 = "config.errors.bad_request"
+handler403 = "config.errors.permission_denied"
+handler404 = "config.errors.not_found"
+handler500 = "config.errors.server_error"
+
 urlpatterns = [
-    path(
-        "favicon.ico",
-        login_not_required(RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),
-    ),
+    path("favicon.ico", login_not_required(FaviconRedirect.as_view(permanent=True))),
+    path("healthz", health.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

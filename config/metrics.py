@@ -1,0 +1,204 @@
+"""GET /metrics in Prometheus's text format (prometheus_client).
+
+Two kinds of figures:
+- per request, counted where they happen: request latency (RequestMetricsMiddleware), the
+  match latency and its outcome (claimed / empty). Under gunicorn every worker writes them to
+  PROMETHEUS_MULTIPROC_DIR (set by config/gunicorn.conf.py) and a scrape sums the workers, so
+  one scrape of a host is the whole host;
+- state of the installation, read from the database at scrape time (the same on every host,
+  whichever process ran the work): waiting jobs, TaskQueues, pilots by status, cycle runs and
+  durations per kind and status, the age of each cycle's last success.
+Readable by staff (token or session) and by the addresses in METRICS_ALLOWED_ADDRESSES.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import time
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.db.models import Count, F, Max, Sum
+from django.http import HttpResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
+
+_LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+
+REQUEST_LATENCY = Histogram(
+    "gridwms_http_request_duration_seconds",
+    "Time to answer an HTTP request, by method, route pattern and status code.",
+    ["method", "route", "status"],
+    buckets=_LATENCY_BUCKETS,
+)
+MATCH_LATENCY = Histogram(
+    "gridwms_match_duration_seconds",
+    "Time the matcher took to give a pilot a job or to find none (inside the request).",
+    buckets=_LATENCY_BUCKETS,
+)
+MATCHES = Counter(
+    "gridwms_matches",
+    "Pilots' match requests by outcome: claimed (a job was given) or empty (none fits).",
+    ["result"],
+)
+_CLAIMED, _EMPTY = MATCHES.labels("claimed"), MATCHES.labels("empty")
+
+
+def observe_match(seconds: float, claimed: bool) -> None:
+    MATCH_LATENCY.observe(seconds)
+    (_CLAIMED if claimed else _EMPTY).inc()
+
+
+class RequestMetricsMiddleware:
+    """Times each request; the route is the URL pattern (bounded), not the path."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self._children: dict = {}
+
+    def __call__(self, request):
+        started = time.perf_counter()
+        response = self.get_response(request)
+        match = request.resolver_match
+        key = (request.method, match.route if match else "<unmatched>", response.status_code)
+        child = self._children.get(key)
+        if child is None:  # labels() costs a lock and a tuple; remember each child
+            child = self._children[key] = REQUEST_LATENCY.labels(*key)
+        child.observe(time.perf_counter() - started)
+        return response
+
+
+class DatabaseCollector:
+    """The installation's state at scrape time, from the database."""
+
+    def collect(self):
+        from config.models import CycleRun
+        from config.schedules import SCHEDULES
+        from matcher.models import Pilot, TaskQueue, TaskQueuePriorityCount
+
+        waiting = TaskQueuePriorityCount.objects.aggregate(n=Sum("jobs"))["n"] or 0
+        yield GaugeMetricFamily(
+            "gridwms_waiting_jobs", "Jobs waiting in TaskQueues for a pilot.", value=waiting
+        )
+        yield GaugeMetricFamily(
+            "gridwms_taskqueues",
+            "TaskQueues (groups of identical requirements).",
+            value=TaskQueue.objects.count(),
+        )
+        pilots = GaugeMetricFamily("gridwms_pilots", "Pilots by status.", labels=["status"])
+        for status, n in Pilot.objects.values_list("status").annotate(n=Count("id")).order_by():
+            pilots.add_metric([status], n)
+        yield pilots
+
+        runs = CounterMetricFamily(
+            "gridwms_cycle_runs",
+            "Cycle runs recorded, by kind and status.",
+            labels=["kind", "status"],
+        )
+        durations = SummaryMetricFamily(
+            "gridwms_cycle_duration_seconds",
+            "Durations of finished cycle runs, by kind and status.",
+            labels=["kind", "status"],
+        )
+        rows = (
+            CycleRun.objects.values_list("kind", "status")
+            .annotate(
+                n=Count("id"), done=Count("finished"), total=Sum(F("finished") - F("started"))
+            )
+            .order_by()
+        )
+        for kind, status, n, done, total in rows:
+            runs.add_metric([kind, status], n)
+            if done:
+                durations.add_metric([kind, status], done, total.total_seconds() if total else 0.0)
+        yield runs
+        yield durations
+
+        from config import clock
+
+        now = clock.now()
+        age = GaugeMetricFamily(
+            "gridwms_cycle_last_success_age_seconds",
+            "Seconds since each scheduled cycle last succeeded (absent: never).",
+            labels=["kind"],
+        )
+        interval = GaugeMetricFamily(
+            "gridwms_cycle_interval_seconds", "Each cycle's schedule.", labels=["kind"]
+        )
+        last = dict(
+            CycleRun.objects.filter(status=CycleRun.Status.SUCCESS)
+            .values_list("kind")
+            .annotate(at=Max("finished"))
+            .order_by()
+        )
+        for kind, minutes in SCHEDULES.items():
+            interval.add_metric([kind], minutes * 60)
+            if last.get(kind):
+                age.add_metric([kind], (now - last[kind]).total_seconds())
+        yield age
+        yield interval
+
+
+def _scrape() -> bytes:
+    registry = CollectorRegistry()
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry.register(REGISTRY)
+    registry.register(DatabaseCollector())
+    return generate_latest(registry)
+
+
+def _address_allowed(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(
+        ip in ipaddress.ip_network(net, strict=False) for net in settings.METRICS_ALLOWED_ADDRESSES
+    )
+
+
+def _staff(request) -> bool | None:
+    """True for a staff session or token, False for another user, None for nobody."""
+    from rest_framework.authentication import TokenAuthentication
+    from rest_framework.exceptions import AuthenticationFailed
+
+    user = request.user if request.user.is_authenticated else None
+    if user is None:
+        try:
+            found = TokenAuthentication().authenticate(request)
+        except AuthenticationFailed:
+            found = None
+        user = found[0] if found else None
+    return None if user is None else user.is_staff
+
+
+@login_not_required
+@never_cache
+@require_GET
+def metrics(request):
+    if not _address_allowed(request.META.get("REMOTE_ADDR", "")):
+        staff = _staff(request)
+        if not staff:
+            response = HttpResponse(
+                "metrics are for staff tokens and the addresses in METRICS_ALLOWED_ADDRESSES\n",
+                status=401 if staff is None else 403,
+                content_type="text/plain",
+            )
+            if staff is None:
+                response["WWW-Authenticate"] = "Token"
+            return response
+    return HttpResponse(_scrape(), content_type=CONTENT_TYPE_LATEST)
