@@ -42,6 +42,8 @@ class CycleRun(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     counts = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    # Several worker hosts share the cycles: which one (NODE_NAME) and which process ran this.
+    host = models.CharField(max_length=128, blank=True, help_text="host/pid that ran it")
 
     class Meta:
         ordering = ["-started", "-id"]

@@ -5,6 +5,7 @@ SQLite is the default so that a fresh checkout runs with no service; set DATABAS
 """
 
 import os
+import socket
 import sys
 import tempfile
 import warnings
@@ -75,6 +76,9 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", Fals
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+
+# The name this host records on the cycle runs it claims (several hosts share one database).
+NODE_NAME = os.environ.get("NODE_NAME", "").strip() or socket.gethostname()
 
 # `make run` drives the demo with the simulated grid's shared, accelerated clock.
 SIMULATED_CLOCK = os.environ.get("GRIDWMS_SIMULATED_CLOCK", "") == "1"
