@@ -202,6 +202,7 @@ def main() -> None:
 
     with throwaway_database("retention"):
         from django.db import connection
+        from django.db.models import Exists, OuterRef
 
         from config import clock, gdpconfig
         from matcher.models import Job, JobStatusHistory
@@ -245,7 +246,9 @@ def main() -> None:
             note="a matcher claiming waiting jobs beside the deletion",
         )
         left = Job.objects.count()
-        orphans = JobStatusHistory.objects.exclude(job_id__in=Job.objects.values("pk")).count()
+        orphans = JobStatusHistory.objects.filter(
+            ~Exists(Job.objects.filter(pk=OuterRef("job_id")))
+        ).count()
         if left != keep or orphans:
             raise SystemExit(f"{left} jobs left, expected {keep}; {orphans} orphan history rows")
         emit("retention_deleted_jobs", exported["jobs"] + result["jobs"], "jobs", kept=left)
