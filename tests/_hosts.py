@@ -226,6 +226,7 @@ class Host:
             STATIC_ROOT=str(self.workdir / "static"),
             PROMETHEUS_MULTIPROC_DIR=str(self.workdir / "metrics"),
         )
+        (self.workdir / "metrics").mkdir(exist_ok=True)
         self.proc: subprocess.Popen | None = None
 
     @property

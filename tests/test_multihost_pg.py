@@ -186,7 +186,10 @@ class TableLock(threading.Thread):
             connections.close_all()
 
 
-def test_two_hosts_share_jobs_and_cycles_and_a_host_killed_mid_cycle_loses_nothing(hosts, users):
+def test_two_hosts_share_jobs_and_cycles_and_a_host_killed_mid_cycle_loses_nothing(
+    hosts, users, monkeypatch
+):
+    from django_q.conf import Conf
     from django_q.tasks import async_task
 
     from config.models import CycleRun
@@ -207,7 +210,9 @@ def test_two_hosts_share_jobs_and_cycles_and_a_host_killed_mid_cycle_loses_nothi
             )
             [victim] = [h for h in hosts if held.host.startswith(f"{h.name}/")]
             [survivor] = [h for h in hosts if h is not victim]
-            # Asked again meanwhile (as an operator would), a cluster records it skipped.
+            # Asked again meanwhile (as an operator would), a cluster records it skipped. The
+            # clusters sign their queue with the installation's SECRET_KEY: sign as they do.
+            monkeypatch.setattr(Conf, "SECRET_KEY", hosts[0].env["SECRET_KEY"])
             async_task("config.tasks.run", "usage_sampling")
             _wait_for(
                 "the second request for the held cycle, skipped",
@@ -259,11 +264,32 @@ def test_two_hosts_share_jobs_and_cycles_and_a_host_killed_mid_cycle_loses_nothi
         lock.release.set()
         lock.join(30)
 
+    _report(traffic, victim, killed_at)
     held.refresh_from_db()
     assert held.status == "abandoned" and "died" in held.error
     assert len(traffic.claims) > claims_before_stop // 2 > 0
     _assert_no_job_lost_or_given_twice(traffic)
     _assert_cycles_ran_once_per_interval_never_two_at_a_time(victim, survivor, killed_at, dead_at)
+
+
+def _report(traffic: Traffic, victim: Host, killed_at) -> None:
+    from config.models import CycleRun
+
+    runs = Counter(
+        (r.split("/")[0], s, "before" if t < killed_at else "after")
+        for r, s, t in CycleRun.objects.values_list("host", "status", "started")
+    )
+    print(
+        json.dumps(
+            {
+                "killed": victim.name,
+                "submitted": len(traffic.submitted),
+                "claims_per_host": Counter(h for _, _, h in traffic.claims),
+                "unanswered": traffic.unanswered,
+                "cycle_runs": {" ".join(k): n for k, n in sorted(runs.items())},
+            }
+        )
+    )
 
 
 def _assert_no_job_lost_or_given_twice(traffic: Traffic) -> None:
