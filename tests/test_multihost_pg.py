@@ -98,8 +98,10 @@ class Traffic:
         self.submitted: list[int] = []
         self.claims: list[tuple[str, int, str]] = []  # (pilot, job, host)
         self.unanswered: Counter = Counter()  # host -> requests that got no answer
-        self.threads = [threading.Thread(target=self._submit, daemon=True)] + [
-            threading.Thread(target=self._pilot, args=(f"http-pilot-{i}",), daemon=True)
+        self.errors: list[str] = []  # a wrong answer ends its thread and fails the test
+        self.threads = [threading.Thread(target=self._guard, args=(self._submit,), daemon=True)]
+        self.threads += [
+            threading.Thread(target=self._guard, args=(self._pilot, f"http-pilot-{i}"), daemon=True)
             for i in range(PILOTS)
         ]
 
@@ -112,6 +114,13 @@ class Traffic:
         self.stop.set()
         for t in self.threads:
             t.join(30)
+
+    def _guard(self, fn, *args):
+        try:
+            fn(*args)
+        except Exception as exc:
+            with self.lock:
+                self.errors.append(f"{fn.__name__}{args}: {exc!r}")
 
     def _post(self, conns: dict, host, path: str, body, token: str):
         conn = conns.get(host.name)
@@ -229,6 +238,8 @@ def test_two_hosts_share_jobs_and_cycles_and_a_host_killed_mid_cycle_loses_nothi
             killed_at = timezone.now()
             victim.kill()
             dead_at = timezone.now()
+            with traffic.lock:
+                at_kill = (len(traffic.submitted), len(traffic.claims))
             lock.release.set()
             # The survivor runs the dead host's cycle at its next interval.
             _wait_for(
@@ -258,16 +269,22 @@ def test_two_hosts_share_jobs_and_cycles_and_a_host_killed_mid_cycle_loses_nothi
                 60,
                 [survivor],
             )
-            claims_before_stop = len(traffic.claims)
         survivor.stop()
     finally:
         lock.release.set()
         lock.join(30)
 
     _report(traffic, victim, killed_at)
+    assert not traffic.errors, traffic.errors
     held.refresh_from_db()
     assert held.status == "abandoned" and "died" in held.error
-    assert len(traffic.claims) > claims_before_stop // 2 > 0
+    # The dead run wrote nothing: one usage sample per successful run.
+    assert UsageTick.objects.count() == (
+        CycleRun.objects.filter(kind="usage_sampling", status="success").count()
+    )
+    # Users and pilots carried on through the survivor.
+    assert len(traffic.submitted) > at_kill[0] and len(traffic.claims) > at_kill[1]
+    assert {h for _, _, h in traffic.claims[at_kill[1] :]} == {survivor.name}
     _assert_no_job_lost_or_given_twice(traffic)
     _assert_cycles_ran_once_per_interval_never_two_at_a_time(victim, survivor, killed_at, dead_at)
 
