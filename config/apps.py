@@ -8,3 +8,6 @@ class ConfigConfig(AppConfig):
     def ready(self) -> None:
         # Registering the parameters of each app is an import side effect of its gdpconfig module.
         from config import params  # noqa: F401
+        from config.api.authentication import connect_signals
+
+        connect_signals()

@@ -70,7 +70,9 @@ class RequestMetricsMiddleware:
         started = time.perf_counter()
         response = self.get_response(request)
         match = request.resolver_match
-        key = (request.method, match.route if match else "<unmatched>", response.status_code)
+        # The pattern, not the path (bounded), without the router's regex anchors.
+        route = match.route.replace("^", "").replace("$", "") if match else "<unmatched>"
+        key = (request.method, route, response.status_code)
         child = self._children.get(key)
         if child is None:  # labels() costs a lock and a tuple; remember each child
             child = self._children[key] = REQUEST_LATENCY.labels(*key)
@@ -149,7 +151,8 @@ class DatabaseCollector:
         yield interval
 
 
-def _scrape() -> bytes:
+def process_registry() -> CollectorRegistry:
+    """The per-request figures: this process's, or every worker's of the host (multiprocess)."""
     registry = CollectorRegistry()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
@@ -157,6 +160,11 @@ def _scrape() -> bytes:
         multiprocess.MultiProcessCollector(registry)
     else:
         registry.register(REGISTRY)
+    return registry
+
+
+def _scrape() -> bytes:
+    registry = process_registry()
     registry.register(DatabaseCollector())
     return generate_latest(registry)
 

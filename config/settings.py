@@ -108,6 +108,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.metrics.RequestMetricsMiddleware",
+    "config.middleware.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -217,14 +218,31 @@ WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
 # In development whitenoise serves from the finders; staticfiles/ exists only after collectstatic.
 warnings.filterwarnings("ignore", message="No directory at")
 
+# Request bodies over this answer 413 (config.middleware.RequestSizeLimitMiddleware); forms
+# and uploads are held to it too. A submission of MaxJobsPerSubmission jobs must fit.
+REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BYTES
+
 # --- Cache shared by all processes (gdpconfig generation, throttles) ---------------------------
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # Token first: a client presenting a token is that token's user (cached a few seconds per
+    # process, config/api/authentication.py), with no session to look up.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "config.api.authentication.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+    ],
+    # orjson both ways; bodies nested deeper than 64 levels answer 400 (config/api/codec.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.api.codec.OrjsonParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_RENDERER_CLASSES": [
+        "config.api.codec.OrjsonRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],

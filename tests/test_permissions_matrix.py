@@ -396,6 +396,10 @@ ROWS = [
     ("login", "GET", "/login/", None, "200 200 200 200 200 200"),
     ("logout", "POST", "/logout/", None, "D D D D D D"),  # signed out: the login page
     ("favicon.ico", "GET", "/favicon.ico", None, "301 301 301 301 301 301"),
+    # Health answers anyone (load balancers): 503 here, no worker cluster runs the cycles.
+    ("healthz", "GET", "/healthz", None, "503 503 503 503 503 503"),
+    # Metrics: staff, or an address in METRICS_ALLOWED_ADDRESSES (none in the tests).
+    ("metrics", "GET", "/metrics", None, "401 403 403 403 403 200"),
     # The schema and its viewers, like the rest of the API, are for signed-in clients.
     ("schema", "GET", "/api/schema/", None, A),
     ("swagger-ui", "GET", "/api/docs/", None, A),

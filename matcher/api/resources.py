@@ -9,6 +9,7 @@ from config.api.fields import (
     StrictCharField,
     StrictIntegerField,
     StrictStringListField,
+    UnboundFieldsMixin,
 )
 from matcher import matching, topology
 from shares.models import GridGroup, User
@@ -33,7 +34,9 @@ class StringOrListField(serializers.Field):
         return value
 
 
-class ResourceDescriptionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+class ResourceDescriptionSerializer(
+    UnboundFieldsMixin, RejectUnknownFieldsMixin, serializers.Serializer
+):
     site = StrictCharField(max_length=128, help_text='The pilot\'s site, or "any".')
     grid_ce = StrictCharField(max_length=128, required=False, help_text="The pilot's CE.")
     setup = StrictCharField(max_length=64, required=False, help_text="Default: DefaultSetup.")

@@ -1,5 +1,6 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 from config import gdpconfig
 from config.api.fields import (
@@ -44,13 +45,19 @@ class SubmissionContext:
 
 
 class JobSubmitListSerializer(serializers.ListSerializer):
-    def validate(self, attrs):
+    def to_internal_value(self, data):
+        # Counted before any job is validated: a list of a million jobs costs nothing to refuse.
         limit = gdpconfig.get("MaxJobsPerSubmission")
-        if len(attrs) > limit:
+        if isinstance(data, list) and len(data) > limit:
             raise serializers.ValidationError(
-                f"a submission carries at most {limit} jobs (MaxJobsPerSubmission)"
+                {
+                    api_settings.NON_FIELD_ERRORS_KEY: [
+                        f"A submission carries at most {limit} jobs (gdpconfig "
+                        f"MaxJobsPerSubmission); this list has {len(data)}."
+                    ]
+                }
             )
-        return attrs
+        return super().to_internal_value(data)
 
 
 class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

@@ -1,3 +1,5 @@
+import time
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -5,6 +7,8 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
+from config import metrics
+from config.api.codec import JsonOnlyNegotiation, OrjsonRenderer
 from config.permissions import StaffOnly, StaffWriteOrReadOnly
 from matcher import match, selectors, services
 from matcher.api import resources as r
@@ -111,6 +115,9 @@ class MatchViewSet(viewsets.ViewSet):
     """A pilot asks for a job: 200 with exactly one job claimed for it, or 204 when none fits."""
 
     serializer_class = r.ResourceDescriptionSerializer
+    # Pilots speak JSON: no browsable page to negotiate on the busiest endpoint.
+    renderer_classes = [OrjsonRenderer]
+    content_negotiation_class = JsonOnlyNegotiation
 
     @extend_schema(
         request=r.ResourceDescriptionSerializer,
@@ -124,7 +131,9 @@ class MatchViewSet(viewsets.ViewSet):
         body = r.ResourceDescriptionSerializer(data=request.data, context={"claim": True})
         body.is_valid(raise_exception=True)
         resource = body.resource(request.user)
+        started = time.perf_counter()
         found = match.match_job(resource, body.validated_data.get("pilot_reference", ""))
+        metrics.observe_match(time.perf_counter() - started, claimed=found is not None)
         if found is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(r.MatchedJobSerializer.describe(found))

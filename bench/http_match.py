@@ -1,0 +1,534 @@
+"""Pilots asking for jobs over real HTTP: the production server against runserver.
+
+    .venv/bin/python bench/http_match.py --scale small       # seconds; SQLite if no DATABASE_URL
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
+        .venv/bin/python bench/http_match.py --scale full      # 1,000,000 waiting jobs
+
+The world: the demo world and `jobs` waiting jobs over 250 requirement templates x 4 CPU
+segments (bench/match.py's), in a throw-away database. Eight pilot clients, each one keep-alive
+connection on loopback, POST /api/v1/match/ as the generic pilot credential at a named site and
+CE, back to back, for `seconds` after a warm-up; first against the production server
+(config/gunicorn.conf.py, as `make serve` starts it: DEBUG off, access log on, to a file),
+then against `manage.py runserver` with the same settings. `repeats` rounds, medians reported.
+
+The load generator is cheap on purpose, so as not to eat the CPU it measures: a few processes,
+each driving its connections from one selector loop over raw sockets with the request bytes
+built once (no HTTP library), reading the status line, Content-Length and the job id.
+
+Prints one JSON object per line (DESIGN §7):
+  http_matches_per_s             matches answered per second by the production server
+  http_match_p50_ms, _p99_ms     their latency as a pilot sees it (send to last byte)
+  http_duplicates                jobs handed out twice, counted by the clients and checked in
+                                 the database (jobs sent to the bench's pilots and their
+                                 history rows of moves to sent)
+  http_matches_per_s_runserver   the same load on runserver, in the same run
+with the machine's CPU context (cores, load, busy cores while timing, CPU per match of the
+server, the database and the clients) on each line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import queue
+import random
+import selectors
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from _common import ROOT, emit, throwaway_database
+from match import HTTP_BODY, MachineCpu, database_env, distinct_templates, percentile, with_env
+
+
+@dataclass(frozen=True)
+class Scale:
+    jobs: int
+    seconds: float  # timed window of each production round
+    runserver_seconds: float  # timed window of each runserver round
+    warmup: float
+    repeats: int
+
+
+SCALES = {
+    "small": Scale(jobs=20_000, seconds=2.0, runserver_seconds=1.5, warmup=0.5, repeats=1),
+    "full": Scale(jobs=1_000_000, seconds=15.0, runserver_seconds=8.0, warmup=2.0, repeats=3),
+}
+TEMPLATES = 250
+CLIENTS = 8
+CLIENT_PROCESSES = 2
+PILOT_PREFIX = "bench-http"
+
+
+def log(message: str) -> None:
+    print(f"[bench/http_match] {message}", file=sys.stderr, flush=True)
+
+
+# --- the world -------------------------------------------------------------------------------
+
+
+def build_world(jobs: int, seed: int) -> dict:
+    from matcher import bulk, demo
+    from matcher.models import Job, TaskQueue
+
+    demo.create_world()
+    templates = distinct_templates(random.Random(seed), TEMPLATES)
+    bulk.load_jobs(jobs, seed=seed, templates=templates)
+    waiting = Job.objects.filter(status="activated").count()
+    if waiting < jobs:
+        raise SystemExit(f"{waiting} waiting jobs loaded, expected {jobs}")
+    return {"jobs": waiting, "taskqueues": TaskQueue.objects.count()}
+
+
+# --- the servers ------------------------------------------------------------------------------
+
+
+def server_env(static_root: str, access_log: str) -> dict:
+    db = database_env()
+    if db.get("SQLITE_PATH"):  # production names its database in DATABASE_URL
+        db["DATABASE_URL"] = f"sqlite:///{db['SQLITE_PATH']}"
+    return with_env(
+        {
+            **db,
+            "DEBUG": "0",
+            "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-" + "x" * 60,
+            "STATIC_ROOT": static_root,
+            "WEB_ACCESS_LOG": access_log,
+            "PROMETHEUS_MULTIPROC_DIR": None,  # gunicorn.conf.py makes a fresh one
+        }
+    )
+
+
+def production_argv(port: int) -> list[str]:
+    return [
+        str(Path(sys.executable).parent / "gunicorn"),
+        "-c",
+        "config/gunicorn.conf.py",
+        "--bind",
+        f"127.0.0.1:{port}",
+    ]
+
+
+def runserver_argv(port: int) -> list[str]:
+    return [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
+
+
+def start_server(argv: list[str], env: dict, port: int, logfile) -> subprocess.Popen:
+    server = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"{argv[0]} exited with {server.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                if s.recv(12).startswith(b"HTTP/1."):
+                    return server
+        except OSError:
+            time.sleep(0.2)
+    stop_server(server)
+    raise SystemExit(f"{argv[0]} did not answer within 90 s")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    try:
+        os.killpg(server.pid, 15)
+    except ProcessLookupError:
+        return
+    try:
+        server.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, 9)
+        server.wait()
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    pairs = [tuple(map(int, line.split())) for line in out.strip().splitlines()]
+    for child, parent in pairs:
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+def _backends() -> list[int]:
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+        return [r[0] for r in cur.fetchall()]
+
+
+# --- the pilots: a cheap load generator --------------------------------------------------------
+
+
+def _request(port: int, token: str, reference: str) -> bytes:
+    body = json.dumps({**HTTP_BODY, "pilot_reference": reference}).encode()
+    head = (
+        f"POST /api/v1/match/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Authorization: Token {token}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def _job_id(body: bytes) -> int | None:
+    at = body.find(b'"id":')
+    if at < 0:
+        return None
+    end = at + 5
+    while body[end : end + 1] == b" ":
+        end += 1
+    start = end
+    while body[end : end + 1].isdigit():
+        end += 1
+    return int(body[start:end])
+
+
+def pilots(port, token, references, start_at, warmup, seconds, out) -> None:
+    """One client process: a keep-alive connection per reference, each sending its next match
+    request as soon as the previous answer is complete, until the window ends."""
+    sel = selectors.DefaultSelector()
+    conns = []
+    for ref in references:
+        s = socket.create_connection(("127.0.0.1", port))
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.setblocking(False)
+        conn = {"sock": s, "req": _request(port, token, ref), "buf": b"", "sent": 0.0}
+        sel.register(s, selectors.EVENT_READ, conn)
+        conns.append(conn)
+    window_start, window_end = start_at + warmup, start_at + warmup + seconds
+    while time.time() < start_at:
+        time.sleep(0.0005)
+    cpu0 = time.process_time()
+    times, done_at, jobs, statuses = [], [], [], {}
+    for conn in conns:
+        conn["sent"] = time.perf_counter()
+        conn["sock"].sendall(conn["req"])
+    open_conns = len(conns)
+    perf_offset = time.time() - time.perf_counter()
+    while open_conns:
+        for key, _ in sel.select(timeout=30):
+            conn = key.data
+            chunk = conn["sock"].recv(65536)
+            if not chunk:
+                raise SystemExit("the server closed a keep-alive connection")
+            conn["buf"] += chunk
+            buf = conn["buf"]
+            head_end = buf.find(b"\r\n\r\n")
+            if head_end < 0:
+                continue
+            head = buf[:head_end].lower()
+            cl = head.find(b"content-length:")
+            length = 0
+            if cl >= 0:
+                length = int(
+                    head[cl + 15 : head.find(b"\r\n", cl) if b"\r\n" in head[cl:] else None]
+                )
+            if len(buf) < head_end + 4 + length:
+                continue
+            now = time.perf_counter()
+            status = int(buf[9:12])
+            body = buf[head_end + 4 : head_end + 4 + length]
+            conn["buf"] = buf[head_end + 4 + length :]
+            finished = now + perf_offset
+            if window_start <= finished < window_end:
+                times.append((now - conn["sent"]) * 1000)
+                done_at.append(finished)
+                statuses[status] = statuses.get(status, 0) + 1
+            if status == 200:
+                jobs.append(_job_id(body))
+            elif status != 204:
+                statuses[status] = statuses.get(status, 0) + 1
+                out.put(("error", status, body[:500].decode(errors="replace")))
+            if finished >= window_end:
+                sel.unregister(conn["sock"])
+                conn["sock"].close()
+                open_conns -= 1
+                continue
+            conn["sent"] = time.perf_counter()
+            conn["sock"].sendall(conn["req"])
+    out.put(("done", times, jobs, statuses, time.process_time() - cpu0))
+
+
+def drive(port: int, token: str, label: str, warmup: float, seconds: float) -> dict:
+    """Run the eight pilots against the server on `port`; what they saw."""
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    refs = [f"{PILOT_PREFIX}-{label}-{i}" for i in range(CLIENTS)]
+    start_at = time.time() + 1.5  # spawned interpreters need a moment
+    procs = [
+        ctx.Process(
+            target=pilots,
+            args=(port, token, refs[p::CLIENT_PROCESSES], start_at, warmup, seconds, out),
+        )
+        for p in range(CLIENT_PROCESSES)
+    ]
+    for p in procs:
+        p.start()
+    results, errors = [], []
+    deadline = time.monotonic() + warmup + seconds + 120
+    while len(results) < len(procs):
+        try:
+            item = out.get(timeout=1)
+        except queue.Empty:
+            if time.monotonic() > deadline or any(p.exitcode not in (None, 0) for p in procs):
+                raise SystemExit("a pilot client process failed or hung") from None
+            continue
+        (errors if item[0] == "error" else results).append(item)
+    for p in procs:
+        p.join(30)
+    if errors:
+        raise SystemExit(f"{len(errors)} error answers, the first: {errors[0][1:]}")
+    times = [t for r in results for t in r[1]]
+    statuses: dict = {}
+    for r in results:
+        for k, v in r[3].items():
+            statuses[k] = statuses.get(k, 0) + v
+    return {
+        "times": times,
+        "jobs": [j for r in results for j in r[2]],
+        "statuses": statuses,
+        "client_cpu_s": sum(r[4] for r in results),
+        "refs": refs,
+    }
+
+
+# --- a round against one server --------------------------------------------------------------
+
+
+def run_round(kind: str, label: str, port: int, env: dict, token: str, warmup, seconds) -> dict:
+    argv = production_argv(port) if kind == "production" else runserver_argv(port)
+    with tempfile.TemporaryFile() as logfile:
+        server = start_server(argv, env, port, logfile)
+        try:
+            procs = _descendants(server.pid)
+            backends_before = set(_backends())
+            server_cpu0 = {p: _cpu_seconds(p) for p in procs}
+            with MachineCpu() as machine:
+                seen = drive(port, token, label, warmup, seconds)
+            backends = set(_backends()) - backends_before | backends_before
+            server_cpu = sum(_cpu_seconds(p) - server_cpu0.get(p, 0.0) for p in procs)
+            db_cpu = sum(_cpu_seconds(p) for p in backends)  # since each backend started
+        except BaseException:
+            logfile.seek(0)
+            sys.stderr.write(logfile.read().decode(errors="replace")[-4000:])
+            raise
+        finally:
+            stop_server(server)
+    n = len(seen["times"])
+    elapsed = seconds
+    return {
+        "rate": n / elapsed,
+        "p50": statistics.median(seen["times"]) if n else float("nan"),
+        "p99": percentile(seen["times"], 99) if n else float("nan"),
+        "n": n,
+        "jobs": seen["jobs"],
+        "statuses": seen["statuses"],
+        "refs": seen["refs"],
+        "cpu": {
+            **machine.context(),
+            "server_cpu_ms_per_match": round(server_cpu * 1000 / max(n, 1), 3),
+            "db_cpu_ms_per_match_upper": round(db_cpu * 1000 / max(n, 1), 3),
+            "client_cpu_ms_per_match": round(seen["client_cpu_s"] * 1000 / max(n, 1), 3),
+        },
+    }
+
+
+def database_check(jobs: list[int], refs: list[str]) -> dict:
+    from matcher.models import Job, JobStatus, JobStatusHistory
+
+    sent = Job.objects.filter(status=JobStatus.SENT, pilot_reference__in=refs)
+    history = JobStatusHistory.objects.filter(
+        to_status=JobStatus.SENT, job__pilot_reference__in=refs
+    )
+    distinct = len(set(jobs))
+    db_sent, db_history = sent.count(), history.count()
+    return {
+        "claimed": len(jobs),
+        "distinct": distinct,
+        "db_sent": db_sent,
+        "db_sent_history": db_history,
+        # every answer is a distinct job the database gave that pilot, once
+        "duplicates": (len(jobs) - distinct) + max(0, db_history - db_sent),
+        "consistent": db_sent == distinct and db_history == db_sent,
+    }
+
+
+def machine_context() -> dict:
+    load = os.getloadavg()
+    return {
+        "cores": os.cpu_count(),
+        "loadavg_1m_before": round(load[0], 2),
+        "clients": CLIENTS,
+        "client_processes": CLIENT_PROCESSES,
+    }
+
+
+def server_config() -> dict:
+    cores = os.cpu_count() or 1
+    return {
+        "server": "gunicorn",
+        "worker_class": os.environ.get("WEB_WORKER_CLASS", "gthread"),
+        "workers": int(os.environ.get("WEB_WORKERS", 2 * cores)),
+        "threads": int(os.environ.get("WEB_THREADS", 4)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", choices=sorted(SCALES), default="small")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--port", type=int, default=0, help="first of two ports (default: free)")
+    parser.add_argument("--repeats", type=int, help="override the rounds per server")
+    parser.add_argument("--seconds", type=float, help="override the production window")
+    parser.add_argument("--jobs", type=int, help="override the number of waiting jobs")
+    parser.add_argument("--no-runserver", action="store_true", help="production server only")
+    args = parser.parse_args()
+    scale = SCALES[args.scale]
+    if args.jobs:
+        scale = Scale(**{**scale.__dict__, "jobs": args.jobs})
+    repeats = args.repeats or scale.repeats
+    seconds = args.seconds or scale.seconds
+    ports = [args.port, args.port + 1] if args.port else [_free_port(), _free_port()]
+
+    with throwaway_database("http_match"):
+        from django.db import connection
+        from rest_framework.authtoken.models import Token
+
+        log(f"loading {scale.jobs} jobs on {connection.vendor}")
+        started = time.perf_counter()
+        world = build_world(scale.jobs, args.seed)
+        log(f"loaded in {time.perf_counter() - started:.1f} s: {world['taskqueues']} TaskQueues")
+        token = Token.objects.get(user__username="pilot").key
+        static_root = tempfile.mkdtemp(prefix="gridwms-bench-static-")
+        access_log = str(Path(static_root) / "access.log")
+        try:
+            env = server_env(static_root, access_log)
+            subprocess.run(
+                [sys.executable, "manage.py", "collectstatic", "--no-input", "-v0"],
+                cwd=ROOT,
+                env=env,
+                check=True,
+            )
+            connection.close()
+            context = {
+                "jobs": world["jobs"],
+                "taskqueues": world["taskqueues"],
+                "scale": args.scale,
+                "db": connection.vendor,
+                **machine_context(),
+            }
+            rounds = {"production": [], "runserver": []}
+            for r in range(repeats):
+                log(f"round {r + 1}/{repeats}: production server")
+                rounds["production"].append(
+                    run_round("production", f"p{r}", ports[0], env, token, scale.warmup, seconds)
+                )
+                if not args.no_runserver:
+                    log(f"round {r + 1}/{repeats}: runserver")
+                    rounds["runserver"].append(
+                        run_round(
+                            "runserver",
+                            f"r{r}",
+                            ports[1],
+                            env,
+                            token,
+                            scale.warmup,
+                            scale.runserver_seconds,
+                        )
+                    )
+            report(rounds, context)
+        finally:
+            shutil.rmtree(static_root, ignore_errors=True)
+
+
+def report(rounds: dict, context: dict) -> None:
+    prod = rounds["production"]
+    med = lambda key, rs: statistics.median(r[key] for r in rs)  # noqa: E731
+    cpu = {k: statistics.median(r["cpu"][k] for r in prod) for k in prod[0]["cpu"]}
+    common = {
+        **context,
+        **server_config(),
+        "rounds": len(prod),
+        **{f"median_{k}": v for k, v in cpu.items()},
+    }
+    emit(
+        "http_matches_per_s",
+        med("rate", prod),
+        "matches/s",
+        per_round=[round(r["rate"], 1) for r in prod],
+        matches=sum(r["n"] for r in prod),
+        **common,
+    )
+    emit(
+        "http_match_p50_ms",
+        med("p50", prod),
+        "ms",
+        per_round=[round(r["p50"], 3) for r in prod],
+        **common,
+    )
+    emit(
+        "http_match_p99_ms",
+        med("p99", prod),
+        "ms",
+        per_round=[round(r["p99"], 3) for r in prod],
+        **common,
+    )
+    all_rounds = prod + rounds["runserver"]
+    check = database_check(
+        [j for r in all_rounds for j in r["jobs"]], [ref for r in all_rounds for ref in r["refs"]]
+    )
+    emit("http_duplicates", check.pop("duplicates"), "jobs", **check, **common)
+    if rounds["runserver"]:
+        rs = rounds["runserver"]
+        emit(
+            "http_matches_per_s_runserver",
+            med("rate", rs),
+            "matches/s",
+            per_round=[round(r["rate"], 1) for r in rs],
+            p50_ms=round(med("p50", rs), 3),
+            p99_ms=round(med("p99", rs), 3),
+            production_over_runserver=round(med("rate", prod) / med("rate", rs), 2),
+            **{k: v for k, v in context.items()},
+            **{f"median_{k}": statistics.median(r["cpu"][k] for r in rs) for k in rs[0]["cpu"]},
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+if __name__ == "__main__":
+    main()
