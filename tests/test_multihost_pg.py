@@ -195,80 +195,92 @@ class TableLock(threading.Thread):
             connections.close_all()
 
 
+def _hold_usage_sampling_mid_run(hosts, traffic: Traffic):
+    """The first scheduler to look fires every cycle; usage sampling stops at the table lock
+    on whichever host took it. Asked again meanwhile (as an operator would), a cluster records
+    that request skipped. Returns the held run, its host and the other host."""
+    from django_q.tasks import async_task
+
+    from config.models import CycleRun
+
+    held = _wait_for(
+        "a usage sampling run held mid-way",
+        lambda: CycleRun.objects.filter(kind="usage_sampling", status="running").first(),
+        150,
+        hosts,
+    )
+    [victim] = [h for h in hosts if held.host.startswith(f"{h.name}/")]
+    [survivor] = [h for h in hosts if h is not victim]
+    async_task("config.tasks.run", "usage_sampling")
+    _wait_for(
+        "the second request for the held cycle, skipped",
+        lambda: CycleRun.objects.filter(kind="usage_sampling", status="skipped").exists(),
+        60,
+        hosts,
+    )
+    _wait_for(
+        "claims through both hosts",
+        lambda: {h for _, _, h in traffic.claims} == {"host-a", "host-b"},
+        60,
+        hosts,
+    )
+    return held, victim, survivor
+
+
+def _wait_for_the_survivor_to_carry_on(survivor: Host, victim: Host, dead_at) -> None:
+    """It runs the dead host's cycle at its next interval, and every other one-minute cycle."""
+    from config.models import CycleRun
+
+    _wait_for(
+        f"{survivor.name} running usage sampling after {victim.name} died",
+        lambda: CycleRun.objects.filter(
+            kind="usage_sampling",
+            status="success",
+            host__startswith=f"{survivor.name}/",
+            started__gt=dead_at,
+        ).exists(),
+        150,
+        [survivor],
+    )
+    every_minute = {k for k, m in SCHEDULES.items() if m == 1}
+    _wait_for(
+        f"every one-minute cycle run by {survivor.name} after the kill",
+        lambda: (
+            every_minute
+            <= set(
+                CycleRun.objects.filter(host__startswith=f"{survivor.name}/", started__gt=dead_at)
+                .exclude(status="skipped")
+                .values_list("kind", flat=True)
+            )
+        ),
+        60,
+        [survivor],
+    )
+
+
 def test_two_hosts_share_jobs_and_cycles_and_a_host_killed_mid_cycle_loses_nothing(
     hosts, users, monkeypatch
 ):
     from django_q.conf import Conf
-    from django_q.tasks import async_task
 
     from config.models import CycleRun
     from shares.models import UsageTick
 
+    # The clusters sign their queue with the installation's SECRET_KEY: the test signs as they do.
+    monkeypatch.setattr(Conf, "SECRET_KEY", hosts[0].env["SECRET_KEY"])
     lock = TableLock(UsageTick._meta.db_table)
     lock.start()
     assert lock.held.wait(30)
     try:
         with Traffic(hosts, _token(users["alice"]), _token(users["pilot"])) as traffic:
-            # The scheduler of the first cluster to look fires every cycle; the one that
-            # samples usage is held by the lock, on whichever host took it.
-            held = _wait_for(
-                "a usage sampling run held mid-way",
-                lambda: CycleRun.objects.filter(kind="usage_sampling", status="running").first(),
-                150,
-                hosts,
-            )
-            [victim] = [h for h in hosts if held.host.startswith(f"{h.name}/")]
-            [survivor] = [h for h in hosts if h is not victim]
-            # Asked again meanwhile (as an operator would), a cluster records it skipped. The
-            # clusters sign their queue with the installation's SECRET_KEY: sign as they do.
-            monkeypatch.setattr(Conf, "SECRET_KEY", hosts[0].env["SECRET_KEY"])
-            async_task("config.tasks.run", "usage_sampling")
-            _wait_for(
-                "the second request for the held cycle, skipped",
-                lambda: CycleRun.objects.filter(kind="usage_sampling", status="skipped").exists(),
-                60,
-                hosts,
-            )
-            _wait_for(
-                "claims through both hosts",
-                lambda: {h for _, _, h in traffic.claims} == {"host-a", "host-b"},
-                60,
-                hosts,
-            )
+            held, victim, survivor = _hold_usage_sampling_mid_run(hosts, traffic)
             killed_at = timezone.now()
             victim.kill()
             dead_at = timezone.now()
             with traffic.lock:
                 at_kill = (len(traffic.submitted), len(traffic.claims))
             lock.release.set()
-            # The survivor runs the dead host's cycle at its next interval.
-            _wait_for(
-                f"{survivor.name} running usage sampling after {victim.name} died",
-                lambda: CycleRun.objects.filter(
-                    kind="usage_sampling",
-                    status="success",
-                    host__startswith=f"{survivor.name}/",
-                    started__gt=dead_at,
-                ).exists(),
-                150,
-                [survivor],
-            )
-            every_minute = [k for k, m in SCHEDULES.items() if m == 1]
-            _wait_for(
-                f"every one-minute cycle run by {survivor.name} after the kill",
-                lambda: (
-                    set(every_minute)
-                    <= set(
-                        CycleRun.objects.filter(
-                            host__startswith=f"{survivor.name}/", started__gt=dead_at
-                        )
-                        .exclude(status="skipped")
-                        .values_list("kind", flat=True)
-                    )
-                ),
-                60,
-                [survivor],
-            )
+            _wait_for_the_survivor_to_carry_on(survivor, victim, dead_at)
         survivor.stop()
     finally:
         lock.release.set()
