@@ -8,8 +8,9 @@ The world: the demo world and `jobs` waiting jobs over 250 requirement templates
 segments (bench/match.py's), in a throw-away database. Eight pilot clients, each one keep-alive
 connection on loopback, POST /api/v1/match/ as the generic pilot credential at a named site and
 CE, back to back, for `seconds` after a warm-up; first against the production server
-(config/gunicorn.conf.py, as `make serve` starts it: DEBUG off, access log on, to a file),
-then against `manage.py runserver` with the same settings. `repeats` rounds, medians reported.
+(config/webserver.py as `make serve` starts it: granian, DEBUG off, access log on, to a file),
+then gunicorn (WEB_SERVER=gunicorn, config/gunicorn.conf.py), then `manage.py runserver` with the
+same settings. `repeats` rounds, each timing every server in turn; medians reported.
 
 The load generator is cheap on purpose, so as not to eat the CPU it measures: a few processes,
 each driving its connections from one selector loop over raw sockets with the request bytes
@@ -21,6 +22,7 @@ Prints one JSON object per line (DESIGN §7):
   http_duplicates                jobs handed out twice, counted by the clients and checked in
                                  the database (jobs sent to the bench's pilots and their
                                  history rows of moves to sent)
+  http_matches_per_s_gunicorn    the same load on gunicorn, in the same run
   http_matches_per_s_runserver   the same load on runserver, in the same run
 with the machine's CPU context (cores, load, busy cores while timing, CPU per match of the
 server, the database and the clients) on each line.
@@ -107,18 +109,14 @@ def server_env(static_root: str, access_log: str) -> dict:
     )
 
 
-def production_argv(port: int) -> list[str]:
-    return [
-        str(Path(sys.executable).parent / "gunicorn"),
-        "-c",
-        "config/gunicorn.conf.py",
-        "--bind",
-        f"127.0.0.1:{port}",
-    ]
-
-
-def runserver_argv(port: int) -> list[str]:
-    return [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
+def server_argv(kind: str, port: int) -> tuple[list[str], dict]:
+    """The command and extra environment of each server timed: the production web server as
+    `make serve` starts it (config/webserver.py: granian by default, or gunicorn), and runserver
+    as `make run` starts it, with the same settings (DEBUG off)."""
+    if kind == "runserver":
+        return [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"], {}
+    env = {"WEB_BIND": f"127.0.0.1:{port}", "WEB_SERVER": kind}
+    return [sys.executable, "-m", "config.webserver"], env
 
 
 def start_server(argv: list[str], env: dict, port: int, logfile) -> subprocess.Popen:
@@ -327,9 +325,9 @@ def drive(port: int, token: str, label: str, warmup: float, seconds: float) -> d
 
 
 def run_round(kind: str, label: str, port: int, env: dict, token: str, warmup, seconds) -> dict:
-    argv = production_argv(port) if kind == "production" else runserver_argv(port)
+    argv, extra = server_argv(kind, port)
     with tempfile.TemporaryFile() as logfile:
-        server = start_server(argv, env, port, logfile)
+        server = start_server(argv, {**env, **extra}, port, logfile)
         try:
             procs = _descendants(server.pid)
             backends_before = set(_backends())
@@ -394,32 +392,45 @@ def machine_context() -> dict:
     }
 
 
-def server_config() -> dict:
+def server_config(kind: str) -> dict:
     cores = os.cpu_count() or 1
+    if kind == "runserver":
+        return {"server": kind}
     return {
-        "server": "gunicorn",
-        "worker_class": os.environ.get("WEB_WORKER_CLASS", "gthread"),
-        "workers": int(os.environ.get("WEB_WORKERS", 2 * cores)),
+        "server": kind,
+        "workers": int(os.environ.get("WEB_WORKERS", cores)),
         "threads": int(os.environ.get("WEB_THREADS", 4)),
     }
+
+
+SERVERS = ("granian", "gunicorn", "runserver")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--port", type=int, default=0, help="first of two ports (default: free)")
+    parser.add_argument(
+        "--port", type=int, default=0, help="first of three ports, one per server (default: free)"
+    )
     parser.add_argument("--repeats", type=int, help="override the rounds per server")
     parser.add_argument("--seconds", type=float, help="override the production window")
     parser.add_argument("--jobs", type=int, help="override the number of waiting jobs")
-    parser.add_argument("--no-runserver", action="store_true", help="production server only")
+    parser.add_argument(
+        "--servers",
+        default=",".join(SERVERS),
+        help="servers to time, the first is the headline (default: granian,gunicorn,runserver)",
+    )
     args = parser.parse_args()
     scale = SCALES[args.scale]
     if args.jobs:
         scale = Scale(**{**scale.__dict__, "jobs": args.jobs})
     repeats = args.repeats or scale.repeats
     seconds = args.seconds or scale.seconds
-    ports = [args.port, args.port + 1] if args.port else [_free_port(), _free_port()]
+    servers = [k for k in args.servers.split(",") if k]
+    if not servers or set(servers) - set(SERVERS):
+        parser.error(f"--servers: a comma-separated list of {', '.join(SERVERS)}")
+    ports = [args.port + i if args.port else _free_port() for i in range(len(servers))]
 
     with throwaway_database("http_match"):
         from django.db import connection
@@ -448,24 +459,13 @@ def main() -> None:
                 "db": connection.vendor,
                 **machine_context(),
             }
-            rounds = {"production": [], "runserver": []}
-            for r in range(repeats):
-                log(f"round {r + 1}/{repeats}: production server")
-                rounds["production"].append(
-                    run_round("production", f"p{r}", ports[0], env, token, scale.warmup, seconds)
-                )
-                if not args.no_runserver:
-                    log(f"round {r + 1}/{repeats}: runserver")
-                    rounds["runserver"].append(
-                        run_round(
-                            "runserver",
-                            f"r{r}",
-                            ports[1],
-                            env,
-                            token,
-                            scale.warmup,
-                            scale.runserver_seconds,
-                        )
+            rounds: dict = {kind: [] for kind in servers}
+            for r in range(repeats):  # side by side: each round times every server in turn
+                for kind, port in zip(servers, ports, strict=True):
+                    log(f"round {r + 1}/{repeats}: {kind}")
+                    window = scale.runserver_seconds if kind == "runserver" else seconds
+                    rounds[kind].append(
+                        run_round(kind, f"{kind}{r}", port, env, token, scale.warmup, window)
                     )
             report(rounds, context)
         finally:
@@ -473,54 +473,56 @@ def main() -> None:
 
 
 def report(rounds: dict, context: dict) -> None:
-    prod = rounds["production"]
-    med = lambda key, rs: statistics.median(r[key] for r in rs)  # noqa: E731
-    cpu = {k: statistics.median(r["cpu"][k] for r in prod) for k in prod[0]["cpu"]}
-    common = {
-        **context,
-        **server_config(),
-        "rounds": len(prod),
-        **{f"median_{k}": v for k, v in cpu.items()},
-    }
+    """The headline figures for the first server (the production default); the others side by
+    side, each with the headline's ratio to it."""
+    kinds = list(rounds)
+    head = rounds[kinds[0]]
+
+    def med(key, rs):
+        return statistics.median(r[key] for r in rs)
+
+    def summary(kind):
+        rs = rounds[kind]
+        return {
+            **server_config(kind),
+            "rounds": len(rs),
+            **{f"median_{k}": statistics.median(r["cpu"][k] for r in rs) for k in rs[0]["cpu"]},
+        }
+
+    common = {**context, **summary(kinds[0])}
     emit(
         "http_matches_per_s",
-        med("rate", prod),
+        med("rate", head),
         "matches/s",
-        per_round=[round(r["rate"], 1) for r in prod],
-        matches=sum(r["n"] for r in prod),
+        per_round=[round(r["rate"], 1) for r in head],
+        matches=sum(r["n"] for r in head),
         **common,
     )
-    emit(
-        "http_match_p50_ms",
-        med("p50", prod),
-        "ms",
-        per_round=[round(r["p50"], 3) for r in prod],
-        **common,
-    )
-    emit(
-        "http_match_p99_ms",
-        med("p99", prod),
-        "ms",
-        per_round=[round(r["p99"], 3) for r in prod],
-        **common,
-    )
-    all_rounds = prod + rounds["runserver"]
+    for key in ("p50", "p99"):
+        emit(
+            f"http_match_{key}_ms",
+            med(key, head),
+            "ms",
+            per_round=[round(r[key], 3) for r in head],
+            **common,
+        )
+    every = [r for rs in rounds.values() for r in rs]
     check = database_check(
-        [j for r in all_rounds for j in r["jobs"]], [ref for r in all_rounds for ref in r["refs"]]
+        [j for r in every for j in r["jobs"]], [ref for r in every for ref in r["refs"]]
     )
     emit("http_duplicates", check.pop("duplicates"), "jobs", **check, **common)
-    if rounds["runserver"]:
-        rs = rounds["runserver"]
+    for kind in kinds[1:]:
+        rs = rounds[kind]
         emit(
-            "http_matches_per_s_runserver",
+            f"http_matches_per_s_{kind}",
             med("rate", rs),
             "matches/s",
             per_round=[round(r["rate"], 1) for r in rs],
             p50_ms=round(med("p50", rs), 3),
             p99_ms=round(med("p99", rs), 3),
-            production_over_runserver=round(med("rate", prod) / med("rate", rs), 2),
-            **{k: v for k, v in context.items()},
-            **{f"median_{k}": statistics.median(r["cpu"][k] for r in rs) for k in rs[0]["cpu"]},
+            **{f"{kinds[0]}_over_{kind}": round(med("rate", head) / med("rate", rs), 2)},
+            **context,
+            **summary(kind),
         )
 
 

@@ -4,7 +4,7 @@
 
 Everything an operator tunes comes from the environment (README, Production):
   WEB_BIND          address:port to listen on (default HOST:PORT, 127.0.0.1:8000)
-  WEB_WORKERS       worker processes (default: 2 per core)
+  WEB_WORKERS       worker processes (default: one per core)
   WEB_THREADS       threads per worker (gthread: each keeps its pilots' connections alive)
   WEB_TIMEOUT       seconds a request may take before its worker is restarted (default 60)
   WEB_KEEPALIVE     seconds an idle keep-alive connection is kept open (default 75)
@@ -37,7 +37,7 @@ _cores = os.cpu_count() or 1
 bind = os.environ.get("WEB_BIND") or (
     f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 )
-workers = int(os.environ.get("WEB_WORKERS", 2 * _cores))
+workers = int(os.environ.get("WEB_WORKERS", _cores))
 threads = int(os.environ.get("WEB_THREADS", 4))
 worker_class = os.environ.get("WEB_WORKER_CLASS", "gthread")
 timeout = int(os.environ.get("WEB_TIMEOUT", 60))

@@ -17,6 +17,9 @@ import orjson
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
 
+_ACCESS_NAMES = {"addr": "remote", "dt_ms": "ms", "query_string": "query"}
+
+
 def json_logs() -> bool:
     return os.environ.get("LOG_FORMAT", "").strip().lower() == "json"
 
@@ -37,6 +40,12 @@ class JsonFormatter(logging.Formatter):
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
                 event[key] = value
+        if isinstance(record.args, dict):  # fields given as a mapping: granian's access log
+            for key, value in record.args.items():
+                key = _ACCESS_NAMES.get(key, key)  # named as gunicorn's access lines are
+                if key == "ms":
+                    value = round(value, 3)
+                event.setdefault(key, value)
         if record.exc_info:
             event["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(event, default=str).decode()

@@ -59,12 +59,22 @@ def observe_match(seconds: float, claimed: bool) -> None:
     (_CLAIMED if claimed else _EMPTY).inc()
 
 
+_request_children: dict = {}
+
+
+def observe_request(method: str, route: str, status: int, seconds: float) -> None:
+    key = (method, route, status)
+    child = _request_children.get(key)
+    if child is None:  # labels() costs a lock and a tuple; remember each child
+        child = _request_children[key] = REQUEST_LATENCY.labels(*key)
+    child.observe(seconds)
+
+
 class RequestMetricsMiddleware:
     """Times each request; the route is the URL pattern (bounded), not the path."""
 
     def __init__(self, get_response):
         self.get_response = get_response
-        self._children: dict = {}
 
     def __call__(self, request):
         started = time.perf_counter()
@@ -72,11 +82,7 @@ class RequestMetricsMiddleware:
         match = request.resolver_match
         # The pattern, not the path (bounded), without the router's regex anchors.
         route = match.route.replace("^", "").replace("$", "") if match else "<unmatched>"
-        key = (request.method, route, response.status_code)
-        child = self._children.get(key)
-        if child is None:  # labels() costs a lock and a tuple; remember each child
-            child = self._children[key] = REQUEST_LATENCY.labels(*key)
-        child.observe(time.perf_counter() - started)
+        observe_request(request.method, route, response.status_code, time.perf_counter() - started)
         return response
 
 

@@ -3,4 +3,9 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-application = get_wsgi_application()
+django_application = get_wsgi_application()
+
+# Pilots' match requests take a short path; everything else is Django's (matcher/api/wsgi.py).
+from matcher.api.wsgi import PilotMatchPath  # noqa: E402  (needs the settings set up)
+
+application = PilotMatchPath(django_application)

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The production server of one host (`make serve`): DEBUG off, gunicorn (config/gunicorn.conf.py)
-# and the django-q2 cluster, after migrating (hosts take turns) and collecting the static files.
+# The production server of one host (`make serve`): DEBUG off, the web server (config/webserver.py:
+# granian, or WEB_SERVER=gunicorn with config/gunicorn.conf.py) and the django-q2 cluster, after
+# migrating (hosts take turns) and collecting the static files.
 #
 #   SECRET_KEY=... DATABASE_URL=postgres://... scripts/serve.sh [all|web|worker]
 #
 #   all     (default) the web server and the worker cluster
 #   web     only the web server (a web host; the cycles run on worker hosts)
 #   worker  only the worker cluster (a worker host)
-# Environment: HOST/PORT or WEB_BIND, WEB_WORKERS, WEB_THREADS, Q_WORKERS, LOG_FORMAT=json,
+# Environment: HOST/PORT or WEB_BIND, WEB_SERVER, WEB_WORKERS, WEB_THREADS, Q_WORKERS, LOG_FORMAT=json,
 # SERVE_MIGRATE=0 (skip migrate and schedules), and the settings of README's Production section.
 #
 # Every process stays in this script's process group: stopping the group (even with SIGKILL)
@@ -35,7 +36,7 @@ pids=()
 stop() {
   trap - INT TERM EXIT
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  # gunicorn drains its requests (graceful_timeout); django-q2's cluster may hang on SIGTERM
+  # the web server drains its requests (WEB_GRACEFUL_TIMEOUT); django-q2's cluster may hang on SIGTERM
   # (django-q2#66): whatever is left after the grace period, and its children, get SIGKILL.
   for _ in $(seq 30); do
     alive=0
@@ -55,7 +56,7 @@ if [ "$role" != web ]; then
   pids+=($!)
 fi
 if [ "$role" != worker ]; then
-  .venv/bin/gunicorn -c config/gunicorn.conf.py &
+  "$py" -m config.webserver &
   pids+=($!)
 fi
 # One of them ending ends the host: a supervisor (systemd, a container runtime) restarts it.

@@ -1,7 +1,8 @@
-"""The production server as an operator starts it: `make serve` (gunicorn with two workers and
-the django-q2 cluster, DEBUG off, static files from collectstatic's manifest) in a process
+"""The production server as an operator starts it: `make serve` (the web server with two workers
+and the django-q2 cluster, DEBUG off, static files from collectstatic's manifest) in a process
 group of its own, on a fresh SQLite file; then the README's API calls, the pages in a real
-browser, health, metrics and logs through it, and a clean stop."""
+browser, health, metrics and logs through it, and a clean stop. Both web servers: granian (the
+default) and gunicorn."""
 
 import json
 import os
@@ -54,9 +55,10 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("production")
+@pytest.fixture(scope="module", params=["granian", "gunicorn"])
+def server(request, tmp_path_factory):
+    """WEB_SERVER: granian (the default) and gunicorn, each through every test here."""
+    tmp = tmp_path_factory.mktemp(f"production-{request.param}")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GRIDWMS_", "PYTEST_"))}
     env.update(
@@ -69,6 +71,7 @@ def server(tmp_path_factory):
         Q_WORKERS="1",
         LOG_FORMAT="json",
         WEB_ACCESS_LOG=str(tmp / "access.log"),
+        WEB_SERVER=request.param,
     )
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     manage = [str(ROOT / ".venv/bin/python"), "manage.py"]
@@ -95,9 +98,10 @@ def server(tmp_path_factory):
                 pass
             assert time.monotonic() < deadline, (tmp / "serve.log").read_text()[-3000:]
             time.sleep(0.5)
-        yield {"base": base, "tmp": tmp, "process": process}
+        yield {"base": base, "tmp": tmp, "process": process, "name": request.param}
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(60)
         except subprocess.TimeoutExpired:
@@ -212,19 +216,38 @@ def test_the_access_log_is_one_json_object_per_request(server):
 
 
 @pytest.mark.browser
-def test_pages_render_in_a_browser_against_the_production_server(server, browser):  # noqa: F811
+def test_every_page_draws_in_a_browser_against_the_production_server(server, browser):  # noqa: F811
+    """Staff open every page of the permissions matrix that needs no object id (the browser
+    suite's list), with its static files and plotly from the manifest."""
+    from tests.browser.test_every_page_in_browser import page_rows
+
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = WatchedPage(context.new_page(), server["base"])
+    try:
+        page.login("admin", "admin")
+        pages = [url for _, url in page_rows() if "{" not in url]
+        assert len(pages) > 15
+        for url in pages:
+            response = page.goto(url)
+            assert response.status == 200, url
+            if page.page.locator(".js-plotly-plot").count():
+                page.page.wait_for_selector(".js-plotly-plot .main-svg")
+    finally:
+        context.close()
+    assert page.problems == [], "\n".join(page.problems)
+
+
+@pytest.mark.browser
+def test_a_user_follows_a_job_in_a_browser_against_the_production_server(server, browser):  # noqa: F811
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = WatchedPage(context.new_page(), server["base"])
     try:
         page.login("alice", PASSWORD)
-        for path in ("/", "/jobs/", "/taskqueues/", "/pilots/", "/shares/", "/api/docs/"):
-            response = page.goto(path)
-            assert response.status == 200, path
         page.goto("/jobs/")
         page.page.locator("table a[href^='/jobs/']").first.click()
         page.page.wait_for_load_state("load")
         assert re.search(r"/jobs/\d+/$", page.page.url), page.page.url
-        page.screenshot("production-job")
+        page.screenshot(f"production-job-{server['name']}")
     finally:
         context.close()
     assert page.problems == [], "\n".join(page.problems)
