@@ -10,6 +10,7 @@ it dies with the process, so a run left `running` by a crashed worker is recogni
 from __future__ import annotations
 
 import logging
+import os
 import time
 import traceback
 import zlib
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from config import clock, gdpconfig
@@ -44,6 +46,11 @@ def current_run_id(kind: str) -> int | None:
         .values_list("pk", flat=True)
         .first()
     )
+
+
+def this_host() -> str:
+    """What a run records as its runner: the host's NODE_NAME and this process."""
+    return f"{settings.NODE_NAME}/{os.getpid()}"[:128]
 
 
 def _advisory_key(kind: str) -> int:
@@ -78,7 +85,7 @@ def _claim(kind: str, holds_advisory_lock: bool) -> CycleRun | None:
     )
     try:
         with transaction.atomic():
-            return CycleRun.objects.create(kind=kind, started=now)
+            return CycleRun.objects.create(kind=kind, started=now, host=this_host())
     except IntegrityError:
         return None
 
@@ -94,6 +101,7 @@ def run_cycle(kind: str, **kwargs) -> CycleRun:
             finished=clock.now(),
             status=CycleRun.Status.SKIPPED,
             error="another run of this cycle is under way",
+            host=this_host(),
         )
     try:
         run = _claim(kind, holds_advisory_lock=True)
@@ -104,6 +112,7 @@ def run_cycle(kind: str, **kwargs) -> CycleRun:
                 finished=clock.now(),
                 status=CycleRun.Status.SKIPPED,
                 error="another run of this cycle is under way",
+                host=this_host(),
             )
         started = time.monotonic()
         try:

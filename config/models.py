@@ -44,6 +44,8 @@ class CycleRun(models.Model):
     error = models.TextField(blank=True)
     # Measured on the real clock: `started` and `finished` are on the (maybe simulated) one.
     real_seconds = models.FloatField("duration (real s)", null=True, blank=True)
+    # Several worker hosts share the cycles: which one (NODE_NAME) and which process ran this.
+    host = models.CharField(max_length=128, blank=True, help_text="host/pid that ran it")
 
     class Meta:
         ordering = ["-started", "-id"]

@@ -13,4 +13,5 @@ SCHEDULES = {
     "matchmaker_monitor": 2,
     "timeouts": 5,
     "task_completion": 1,
+    "retention": 10,
 }

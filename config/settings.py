@@ -5,6 +5,7 @@ SQLite is the default so that a fresh checkout runs with no service; set DATABAS
 """
 
 import os
+import socket
 import sys
 import tempfile
 import warnings
@@ -76,6 +77,9 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
 
+# The name this host records on the cycle runs it claims (several hosts share one database).
+NODE_NAME = os.environ.get("NODE_NAME", "").strip() or socket.gethostname()
+
 # `make run` drives the demo with the simulated grid's shared, accelerated clock.
 SIMULATED_CLOCK = os.environ.get("GRIDWMS_SIMULATED_CLOCK", "") == "1"
 
@@ -99,6 +103,7 @@ INSTALLED_APPS = [
     "brokerage",
     "classads",
     "simulation",
+    "retention",
 ]
 
 MIDDLEWARE = [

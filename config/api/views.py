@@ -112,7 +112,17 @@ class CycleRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CycleRun
-        fields = ["id", "kind", "started", "finished", "duration_s", "status", "counts", "error"]
+        fields = [
+            "id",
+            "kind",
+            "started",
+            "finished",
+            "duration_s",
+            "status",
+            "counts",
+            "error",
+            "host",
+        ]
 
 
 class CycleRunViewSet(viewsets.ReadOnlyModelViewSet):

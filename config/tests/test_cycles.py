@@ -107,3 +107,31 @@ def test_setup_schedules_is_idempotent(db):
     call_command("setup_schedules")
     call_command("setup_schedules")
     assert Schedule.objects.filter(name="cycle:taskqueue_cleanup").count() == 1
+
+
+def test_a_host_starting_again_keeps_each_schedules_next_run_and_updates_its_interval(db):
+    """Every host runs setup_schedules when it starts (manage.py deploy): a restart must not
+    make every cycle come due at once."""
+    from django.core.management import call_command
+    from django_q.models import Schedule
+
+    call_command("setup_schedules")
+    first = Schedule.objects.get(name="cycle:priorities")
+    Schedule.objects.filter(pk=first.pk).update(minutes=7)
+    clock.advance(45)
+    call_command("setup_schedules")
+    again = Schedule.objects.get(name="cycle:priorities")
+    assert again.next_run == first.next_run
+    assert again.minutes == 2
+
+
+def test_a_cycle_run_records_the_host_and_process_that_ran_it_and_the_cycles_page_shows_it(
+    db, registered, settings, client, django_user_model
+):
+    import os
+
+    settings.NODE_NAME = "worker-7"
+    run = cycles.run_cycle("test_ok")
+    assert run.host == f"worker-7/{os.getpid()}"
+    client.force_login(django_user_model.objects.create(username="op", is_staff=True))
+    assert f"worker-7/{os.getpid()}" in client.get("/config/cycles/").content.decode()

@@ -14,16 +14,19 @@ class Command(BaseCommand):
             if kind not in CYCLES:
                 self.stderr.write(f"skipping {kind}: no such cycle")
                 continue
+            defaults = {
+                "func": "config.tasks.run",
+                "args": repr(kind),
+                "schedule_type": Schedule.MINUTES,
+                "minutes": minutes,
+                "repeats": -1,
+            }
+            # An existing schedule keeps its next run: every host runs this when it starts
+            # (`manage.py deploy`), and a restart must not make every cycle run again at once.
             _, created = Schedule.objects.update_or_create(
                 name=f"cycle:{kind}",
-                defaults={
-                    "func": "config.tasks.run",
-                    "args": repr(kind),
-                    "schedule_type": Schedule.MINUTES,
-                    "minutes": minutes,
-                    "repeats": -1,
-                    "next_run": clock.now(),
-                },
+                defaults=defaults,
+                create_defaults={**defaults, "next_run": clock.now()},
             )
             self.stdout.write(
                 f"{'created' if created else 'updated'} cycle:{kind} every {minutes} min"

@@ -1,0 +1,258 @@
+"""The retention cycle's cost at 1,000,000 finished jobs (each with 4 status-history rows).
+
+    .venv/bin/python bench/retention.py --scale small
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
+        .venv/bin/python bench/retention.py --scale full
+
+The jobs are loaded with `matcher.bulk.load_jobs` (COPY on PostgreSQL), then set-based updates
+make 85 % of them final 10 days ago (finished, failed, cancelled), 5 % final 30 days ago (the
+exported slice), 5 % final yesterday, 5 % still waiting; 3 more history rows per final job.
+Two passes, run the way the cycle runs them (RetentionMaxSecondsPerRun per run, until nothing
+is left), with RetentionBatchSize rows per transaction:
+1. RetentionJobDays 20 with the export on: the 30-day-old slice, written to JSON lines first;
+2. RetentionJobDays 7, no export, while a matcher claims waiting jobs beside it: the rest.
+Prints rows/s (jobs, and rows with their history), the batch duration p50/p99 (each batch is
+one transaction: its locks last that long), the total, and the matcher's claim p99 idle and
+during the deletion. Checks that every waiting and young job and its history survived.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from _common import emit, throwaway_database
+
+SCALES = {"small": 20_000, "full": 1_000_000}
+
+
+def build(finished: int) -> dict:
+    """Load the jobs; returns how many are in each group."""
+    from django.db import connection
+
+    from config import clock
+    from matcher import bulk, demo
+    from matcher.models import Job, JobStatusHistory, TaskQueueJob, TaskQueuePriorityCount
+
+    demo.create_world()
+    total = finished * 100 // 90  # 90 % old final jobs (85 % + the 5 % slice)
+    t0 = time.perf_counter()
+    bulk.load_jobs(total, seed=5)
+    job, history = Job._meta.db_table, JobStatusHistory._meta.db_table
+    member, counts = TaskQueueJob._meta.db_table, TaskQueuePriorityCount._meta.db_table
+    pg = connection.vendor == "postgresql"
+
+    def ago(days: int) -> str:
+        if pg:
+            return f"(%(now)s::timestamptz - make_interval(days => {days}))"
+        return f"strftime('%%Y-%%m-%%d %%H:%%M:%%f', %(now)s, '-{days} days')"
+
+    final = "CASE id %% 3 WHEN 0 THEN 'finished' WHEN 1 THEN 'failed' ELSE 'cancelled' END"
+    group = "(id %% 100)"
+    with connection.cursor() as cur:
+        # <5 waiting, 5..9 final yesterday, 10..14 final 30 days ago, the rest 10 days ago.
+        cur.execute(
+            f"UPDATE {job} SET status = {final}, status_changed = CASE "
+            f"WHEN {group} < 10 THEN {ago(1)} WHEN {group} < 15 THEN {ago(30)} "
+            f"ELSE {ago(10)} END, created = {ago(31)} WHERE {group} >= 5",
+            {"now": clock.now()},
+        )
+        cur.execute(
+            f"INSERT INTO {history} (job_id, at, from_status, to_status, reason) "
+            f"SELECT j.id, j.status_changed, s.f, "
+            f"CASE WHEN s.t = 'final' THEN j.status ELSE s.t END, 'bench' FROM {job} j "
+            "CROSS JOIN (SELECT 'activated' AS f, 'sent' AS t UNION ALL "
+            "SELECT 'sent', 'running' UNION ALL SELECT 'running', 'final') s "
+            "WHERE j.status <> 'activated'"
+        )
+        cur.execute(
+            f"DELETE FROM {member} WHERE job_id IN (SELECT id FROM {job} "
+            "WHERE status <> 'activated')"
+        )
+        cur.execute(f"DELETE FROM {counts}")
+        cur.execute(
+            f"INSERT INTO {counts} (task_queue_id, user_priority, jobs) "
+            f"SELECT task_queue_id, user_priority, COUNT(*) FROM {member} "
+            "GROUP BY task_queue_id, user_priority"
+        )
+    if pg:
+        with connection.cursor() as cur:
+            cur.execute(f"VACUUM ANALYZE {job}, {history}, {member}, {counts}")
+    return {
+        "jobs": total,
+        "history_rows": JobStatusHistory.objects.count(),
+        "setup_s": round(time.perf_counter() - t0, 1),
+    }
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Matcher(threading.Thread):
+    """Claims waiting jobs in a loop on its own connection, timing each claim."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.stop = threading.Event()
+        self.seconds: list[float] = []
+
+    def run(self):
+        from django.db import connections
+
+        from matcher.match import match_job
+        from matcher.matching import Resource
+
+        anything = Resource(
+            site="any",
+            grid_ce="any",
+            setup="any",
+            cpu_time=10**7,
+            platforms=frozenset({"any"}),
+            tags=frozenset({"any"}),
+            pilot_type="any",
+        )
+        try:
+            while not self.stop.is_set():
+                t0 = time.perf_counter()
+                m = match_job(anything, "bench-pilot")
+                self.seconds.append(time.perf_counter() - t0)
+                if m is None:
+                    break
+                time.sleep(0.01)
+        finally:
+            connections.close_all()
+
+
+def drain(days: int) -> dict:
+    """Run retention the way the cycle does, run after run, until nothing is left."""
+    from config import gdpconfig
+    from matcher.models import JobStatusHistory
+    from retention.services import run_retention
+
+    gdpconfig.set_value("RetentionJobDays", days)
+    history_before = JobStatusHistory.objects.count()
+    batches: list[float] = []
+    deleted, runs = 0, 0
+    t0 = time.perf_counter()
+    while True:
+        tally = run_retention()
+        runs += 1
+        batches += tally.batch_seconds
+        deleted += tally.deleted.get("jobs", 0)
+        if not tally.more:
+            break
+    total = time.perf_counter() - t0
+    rows = deleted + history_before - JobStatusHistory.objects.count()
+    return {
+        "jobs": deleted,
+        "rows": rows,
+        "total_s": total,
+        "runs": runs,
+        "batches": batches,
+        "exported": tally.exported_to,
+    }
+
+
+def report(label: str, result: dict, **context) -> None:
+    total = max(result["total_s"], 1e-9)
+    emit(f"retention{label}_jobs_per_s", result["jobs"] / total, "jobs/s", **context)
+    emit(
+        f"retention{label}_rows_per_s",
+        result["rows"] / total,
+        "rows/s",
+        note="jobs and their status history",
+        **context,
+    )
+    emit(f"retention{label}_batch_p50_ms", _percentile(result["batches"], 0.5) * 1e3, "ms")
+    emit(
+        f"retention{label}_batch_p99_ms",
+        _percentile(result["batches"], 0.99) * 1e3,
+        "ms",
+        note="one batch = one transaction: how long its row locks last",
+        batches=len(result["batches"]),
+    )
+    emit(
+        f"retention{label}_total_s",
+        result["total_s"],
+        "s",
+        jobs=result["jobs"],
+        rows=result["rows"],
+        runs=result["runs"],
+        **context,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", choices=sorted(SCALES), default="small")
+    parser.add_argument("--jobs", type=int, help="override the number of finished jobs")
+    args = parser.parse_args()
+    n = args.jobs if args.jobs is not None else SCALES[args.scale]
+
+    with throwaway_database("retention"):
+        from django.db import connection
+        from django.db.models import Exists, OuterRef
+
+        from config import clock, gdpconfig
+        from matcher.models import Job, JobStatusHistory
+
+        setup = build(n)
+        print(json.dumps({"setup": setup, "finished_jobs": n}), file=sys.stderr)
+        context = {"scale": args.scale, "database": connection.vendor}
+        old = Job.objects.exclude(status="activated").filter(
+            status_changed__lt=clock.now() - timedelta(days=7)
+        )
+        keep = Job.objects.count() - old.count()
+
+        export_dir = Path(tempfile.mkdtemp(prefix="gridwms-retention-"))
+        try:
+            gdpconfig.set_value("RetentionExport", True)
+            gdpconfig.set_value("RetentionExportDirectory", str(export_dir))
+            exported = drain(days=20)
+            size = sum(p.stat().st_size for p in export_dir.rglob("*.jsonl"))
+            report("_export", exported, **context, export_mb=round(size / 2**20, 1))
+        finally:
+            shutil.rmtree(export_dir, ignore_errors=True)
+        gdpconfig.set_value("RetentionExport", False)
+
+        idle = Matcher()
+        idle.start()
+        time.sleep(3)
+        idle.stop.set()
+        idle.join()
+        beside = Matcher()
+        beside.start()
+        result = drain(days=7)
+        beside.stop.set()
+        beside.join()
+        report("", result, **context, finished_jobs=n)
+        emit("retention_match_p99_ms_idle", _percentile(idle.seconds, 0.99) * 1e3, "ms")
+        emit(
+            "retention_match_p99_ms_during",
+            _percentile(beside.seconds, 0.99) * 1e3,
+            "ms",
+            claims=len(beside.seconds),
+            note="a matcher claiming waiting jobs beside the deletion",
+        )
+        left = Job.objects.count()
+        orphans = JobStatusHistory.objects.filter(
+            ~Exists(Job.objects.filter(pk=OuterRef("job_id")))
+        ).count()
+        if left != keep or orphans:
+            raise SystemExit(f"{left} jobs left, expected {keep}; {orphans} orphan history rows")
+        emit("retention_deleted_jobs", exported["jobs"] + result["jobs"], "jobs", kept=left)
+
+
+if __name__ == "__main__":
+    main()
