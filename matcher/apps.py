@@ -6,4 +6,4 @@ class MatcherConfig(AppConfig):
     verbose_name = "Jobs, TaskQueues and matching"
 
     def ready(self) -> None:
-        from matcher import params, pilots, priorities, services  # noqa: F401  (params, cycles)
+        from matcher import changelog, params, pilots, priorities, services  # noqa: F401  (params, cycles, receivers)

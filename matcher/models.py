@@ -384,3 +384,28 @@ class JobStateSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M}: {sum(self.counts.values())} jobs"
+
+
+class TaskQueueChange(models.Model):
+    """One change to what the matchers cache about the TaskQueues, written in the transaction
+    that made it: every matcher process reads the entries after its last position (at most
+    once a second) instead of reloading every TaskQueue. Trimmed by the cleanup cycle; a
+    `trimmed` entry tells a process that fell behind the trim to reload."""
+
+    class Kind(models.TextChoices):
+        CREATED = "created"
+        DROPPED = "dropped"
+        PRIORITY = "priority"
+        GROUP = "group"  # a group's JobSharing may have changed: its TaskQueues' owner rule
+        TRIMMED = "trimmed"  # entries up to `upto` were deleted
+
+    seq = models.BigAutoField(primary_key=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    task_queue_id = models.BigIntegerField(null=True)
+    group_id = models.BigIntegerField(null=True)
+    priority = models.FloatField(null=True)
+    upto = models.BigIntegerField(null=True)
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.seq}: {self.kind} {self.task_queue_id or self.group_id or self.upto}"

@@ -15,7 +15,7 @@ from django.db.models import Count, Exists, OuterRef
 
 from config import clock, gdpconfig
 from config.cycles import cycle
-from matcher import taskqueues
+from matcher import changelog, housekeeping, taskqueues
 from matcher.models import (
     FINAL_STATES,
     MULTI_VALUED_FIELDS,
@@ -59,9 +59,10 @@ def taskqueues_for(definitions: Sequence[dict]) -> list[TaskQueue]:
             [TaskQueue(key=k, created=now, **keyed[k]) for k in missing], ignore_conflicts=True
         )
         found.update({tq.key: tq for tq in TaskQueue.objects.filter(key__in=missing)})
+        changelog.taskqueues_created(found[k].pk for k in missing)
         # A TaskQueue appeared: its group's priorities change (new entity, new J values).
         groups = {d["owner_group_id"] for k, d in keyed.items() if k in missing}
-        transaction.on_commit(lambda: _taskqueues_changed(groups), robust=True)
+        transaction.on_commit(lambda: housekeeping.priorities_due(groups), robust=True)
     return [found[taskqueues.definition_key(d)] for d in definitions]
 
 
@@ -313,8 +314,12 @@ def drop_empty_taskqueues(tq_ids: Iterable[int]) -> list[int]:
             groups = set(
                 TaskQueue.objects.filter(pk__in=empty).values_list("owner_group_id", flat=True)
             )
-            TaskQueue.objects.filter(pk__in=empty).delete()
-            transaction.on_commit(lambda: _taskqueues_changed(groups), robust=True)
+            TaskQueuePriorityCount.objects.filter(task_queue_id__in=empty)._raw_delete(
+                TaskQueuePriorityCount.objects.db
+            )
+            TaskQueue.objects.filter(pk__in=empty)._raw_delete(TaskQueue.objects.db)
+            changelog.taskqueues_dropped(empty)
+            transaction.on_commit(lambda: housekeeping.priorities_due(groups), robust=True)
     return empty
 
 
@@ -325,12 +330,6 @@ def _housekeeping(fn, *args) -> None:
         fn(*args)
     except DatabaseError:
         log.warning("housekeeping %s%s failed", fn.__name__, args, exc_info=True)
-
-
-def _taskqueues_changed(group_ids) -> None:
-    from matcher.priorities import recompute_priorities
-
-    recompute_priorities(group_ids)
 
 
 def _change_status(job: Job, to: str, reason: str, **fields) -> None:
