@@ -2,15 +2,17 @@
 
 - Dropping the TaskQueues a match emptied (the matcher has already taken them out of its own
   draw; see taskqueue_view.park).
-- Recomputing the priorities of the groups whose TaskQueues appeared or vanished. The result is
-  the one an inline recomputation gives, only later: a recomputation reads the state of the
-  groups when it runs, and recomputations are coalesced, at most one every
-  RECOMPUTE_INTERVAL seconds per process (a grid empties and fills TaskQueues many times a
-  second; each recomputation covers every group named since the previous one).
+- Recomputing the priorities of the groups whose TaskQueues appeared or vanished. The
+  transaction that creates or drops a TaskQueue marks its group due (PrioritiesDue); a mark
+  RECOMPUTE_DELAY old is taken by one process, which recomputes the group exactly as an inline
+  recomputation would (recompute_priorities of those groups), only later: the result reads the
+  state of the group when it runs. A grid empties and fills TaskQueues many times a second:
+  so each group is recomputed at most once per delay, by one process at a time (an advisory
+  lock shared with the priorities cycle, which recomputes every group and clears every mark).
 
 One daemon thread per process does both, on its own database connection, after the commit of
 what asked for it. Should the process die first, nothing is lost that the cycles do not
-repair: `taskqueue_cleanup` drops empty TaskQueues and `priorities` recomputes every priority.
+repair: `taskqueue_cleanup` drops empty TaskQueues and `priorities` takes the marks left.
 
 In tests (settings.TESTING) the work runs at once, in the caller's thread, as it always did
 (`BACKGROUND`; tests of the background path switch it on).
@@ -23,14 +25,18 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from matcher.models import PrioritiesDue
 
 log = logging.getLogger(__name__)
 
 BACKGROUND = not getattr(settings, "TESTING", False)
-RECOMPUTE_INTERVAL = 1.0
+RECOMPUTE_DELAY = 5.0  # seconds a group's mark waits; real time, not the simulated clock
 RETRY_SECONDS = 1.0
 
 
@@ -42,7 +48,8 @@ class Housekeeper:
         self._busy = False
         self._thread: threading.Thread | None = None
         self._pid: int | None = None
-        self._last_recompute = -float("inf")
+        self._due_at = 0.0
+        self._stopping = False
         self.counts = {"drops": 0, "recomputes": 0, "failures": 0}
 
     # --- asking ---------------------------------------------------------------------------
@@ -54,7 +61,10 @@ class Housekeeper:
             self._wake()
 
     def recompute_later(self, group_ids: Iterable[int]) -> None:
+        """These groups were marked due: take the marks when they are old enough."""
         with self._cv:
+            if not self._groups:
+                self._due_at = time.monotonic() + RECOMPUTE_DELAY
             self._groups.update(group_ids)
             self._wake()
 
@@ -69,6 +79,18 @@ class Housekeeper:
                 self._cv.wait(min(left, 0.05))
         return True
 
+    def stop(self, timeout: float = 30.0) -> None:
+        """Finish what is pending, then end the thread and close its database connection
+        (before a test or benchmark drops its database)."""
+        self.idle(timeout)
+        with self._cv:
+            thread, self._stopping = self._thread, True
+            self._cv.notify_all()
+        if thread is not None and thread.is_alive() and self._pid == os.getpid():
+            thread.join(timeout)
+        with self._cv:
+            self._thread, self._stopping = None, False
+
     def _wake(self) -> None:
         if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
             # A forked worker inherits no thread: start one in this process.
@@ -81,8 +103,17 @@ class Housekeeper:
     # --- doing ----------------------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            connection.close()
+
+    def _loop(self) -> None:
         while True:
-            drops, groups = self._next()
+            work = self._next()
+            if work is None:
+                return
+            drops, groups = work
             try:
                 if drops:
                     self._drop(drops)
@@ -97,28 +128,30 @@ class Housekeeper:
                     self._cv.notify_all()
 
     def _next(self):
-        """Wait for work; recomputations wait for RECOMPUTE_INTERVAL since the last one."""
+        """Wait for work: drops at once, the marks of due groups once they are old enough."""
         with self._cv:
             while True:
+                if self._stopping:
+                    return None
                 now = time.monotonic()
-                due = self._groups and now - self._last_recompute >= RECOMPUTE_INTERVAL
+                due = bool(self._groups) and now >= self._due_at
                 if self._drops or due:
                     drops, self._drops = self._drops, []
                     groups = set()
                     if due:
                         groups, self._groups = self._groups, set()
-                        self._last_recompute = now
                     self._busy = True
                     return drops, groups
-                wait = RECOMPUTE_INTERVAL - (now - self._last_recompute) if self._groups else None
-                self._cv.wait(wait)
+                self._cv.wait(self._due_at - now if self._groups else None)
 
     def _drop(self, drops) -> None:
+        from matcher.claims import _sqlite_turn
         from matcher.services import drop_empty_taskqueues
 
         ids = sorted({tq for batch, _ in drops for tq in batch})
         try:
-            dropped = set(drop_empty_taskqueues(ids))
+            with _sqlite_turn():
+                dropped = set(drop_empty_taskqueues(ids, skip_locked=True))
             self.counts["drops"] += len(dropped)
         except DatabaseError:
             log.warning("could not drop empty TaskQueues %s now", ids, exc_info=True)
@@ -130,32 +163,92 @@ class Housekeeper:
                 done([t for t in batch if t in dropped], [t for t in batch if t not in dropped])
 
     def _recompute(self, groups: set[int]) -> None:
-        from matcher import priorities
-
         try:
-            priorities.recompute_priorities(groups)
-            self.counts["recomputes"] += 1
+            done = recompute_due()
         except DatabaseError:
-            log.warning("could not recompute the priorities of %s now", groups, exc_info=True)
+            log.warning("could not recompute due priorities now", exc_info=True)
             self.counts["failures"] += 1
             connection.close()
-            with self._cv:  # try again shortly: nothing else would before the next cycle
+            done = None
+        if done is None:  # busy elsewhere or failed: look again shortly
+            with self._cv:
+                if not self._groups:
+                    self._due_at = time.monotonic() + RETRY_SECONDS
                 self._groups.update(groups)
-                self._last_recompute = time.monotonic() - RECOMPUTE_INTERVAL + RETRY_SECONDS
+        else:
+            self.counts["recomputes"] += bool(done)
 
 
 housekeeper = Housekeeper()
 
 
 def priorities_due(group_ids: Iterable[int]) -> None:
-    """The TaskQueues of these groups changed (appeared or vanished): recompute their
-    priorities, in the background unless BACKGROUND is off. Call after the commit."""
-    groups = set(group_ids)
+    """The TaskQueues of these groups appeared or vanished: their priorities are due. Call
+    inside the transaction that changed them. In the background: marked in that transaction,
+    recomputed later (see above); otherwise recomputed at once after the commit."""
+    groups = sorted(set(group_ids))
     if not groups:
         return
-    if BACKGROUND:
-        housekeeper.recompute_later(groups)
-    else:
-        from matcher import priorities
+    if not BACKGROUND:
+        transaction.on_commit(lambda: _recompute_now(groups), robust=True)
+        return
+    _mark(groups, timezone.now())
+    transaction.on_commit(lambda: housekeeper.recompute_later(groups))
 
+
+def _mark(groups, since) -> None:
+    with connection.cursor() as cur:
+        # The oldest mark stays: a group that keeps changing is recomputed once per delay.
+        cur.executemany(
+            f"INSERT INTO {PrioritiesDue._meta.db_table} (group_id, since) VALUES (%s, %s) "
+            "ON CONFLICT DO NOTHING",
+            [(g, since) for g in groups],
+        )
+
+
+def _recompute_now(groups) -> None:
+    from matcher import priorities
+
+    priorities.recompute_priorities(groups)
+
+
+def take_marks(older_than: float | None) -> list[int]:
+    """Delete the marks at least `older_than` seconds old (None: all); returns their groups.
+    Its own short transaction: a submission marking its group never waits for a
+    recomputation."""
+    marks = PrioritiesDue.objects.all()
+    if older_than is not None:
+        marks = marks.filter(since__lte=timezone.now() - timedelta(seconds=older_than))
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cur:
+                sql, params = marks.values("group_id").query.sql_with_params()
+                cur.execute(
+                    f"DELETE FROM {PrioritiesDue._meta.db_table} WHERE group_id IN ({sql}) "
+                    "RETURNING group_id",
+                    params,
+                )
+                return sorted(r[0] for r in cur.fetchall())
+        groups = sorted(marks.values_list("group_id", flat=True))
+        PrioritiesDue.objects.filter(group_id__in=groups).delete()
+        return groups
+
+
+def recompute_due() -> list[int] | None:
+    """Recompute the groups whose marks are RECOMPUTE_DELAY old; None when another process
+    (or the priorities cycle) is recomputing priorities now: the marks are put back."""
+    from config.cycles import _advisory_key
+    from matcher import priorities
+
+    groups = take_marks(RECOMPUTE_DELAY)
+    if not groups:
+        return []
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_try_advisory_xact_lock(%s)", [_advisory_key("priorities")])
+                if not cur.fetchone()[0]:
+                    _mark(groups, timezone.now() - timedelta(seconds=RECOMPUTE_DELAY))
+                    return None
         priorities.recompute_priorities(groups)
+    return groups

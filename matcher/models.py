@@ -409,3 +409,16 @@ class TaskQueueChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.seq}: {self.kind} {self.task_queue_id or self.group_id or self.upto}"
+
+
+class PrioritiesDue(models.Model):
+    """A group whose TaskQueues appeared or vanished since its priorities were last computed:
+    recomputed in the background once the mark is RECOMPUTE_DELAY old (so a group whose
+    TaskQueues come and go many times a second is recomputed once per delay, by one process),
+    and by every priorities cycle. See matcher/housekeeping.py."""
+
+    group_id = models.BigIntegerField(primary_key=True)
+    since = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"priorities of group {self.group_id} due since {self.since}"

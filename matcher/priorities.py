@@ -125,6 +125,9 @@ def waiting_entities(loads) -> dict[int, set[int]]:
 @cycle("priorities")
 def priorities_cycle() -> dict:
     """Run the share correctors on the usage history, then recompute every priority."""
+    from matcher.housekeeping import take_marks
+
+    take_marks(None)  # every group is recomputed here
     loads = taskqueue_loads()
     factors = share_services.run_correctors(waiting_entities(loads))
     # The factors of this run, even none: an empty run must not leave older factors applied.

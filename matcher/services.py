@@ -61,8 +61,7 @@ def taskqueues_for(definitions: Sequence[dict]) -> list[TaskQueue]:
         found.update({tq.key: tq for tq in TaskQueue.objects.filter(key__in=missing)})
         changelog.taskqueues_created(found[k].pk for k in missing)
         # A TaskQueue appeared: its group's priorities change (new entity, new J values).
-        groups = {d["owner_group_id"] for k, d in keyed.items() if k in missing}
-        transaction.on_commit(lambda: housekeeping.priorities_due(groups), robust=True)
+        housekeeping.priorities_due({d["owner_group_id"] for k, d in keyed.items() if k in missing})
     return [found[taskqueues.definition_key(d)] for d in definitions]
 
 
@@ -290,7 +289,7 @@ def set_waiting_status(job_ids: Iterable[int], to: str, reason: str) -> int:
     return len(jobs)
 
 
-def drop_empty_taskqueues(tq_ids: Iterable[int]) -> list[int]:
+def drop_empty_taskqueues(tq_ids: Iterable[int], skip_locked: bool = False) -> list[int]:
     """Delete those of these TaskQueues that hold no job; returns the ids deleted.
 
     The rows are locked first, and emptiness is checked under the lock, so a TaskQueue that a
@@ -302,7 +301,9 @@ def drop_empty_taskqueues(tq_ids: Iterable[int]) -> list[int]:
         return []
     with transaction.atomic():
         locked = list(
-            TaskQueue.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True)
+            TaskQueue.objects.select_for_update(skip_locked=skip_locked)
+            .filter(pk__in=ids)
+            .values_list("pk", flat=True)
         )
         busy = set(
             TaskQueueJob.objects.filter(task_queue_id__in=locked)
@@ -319,7 +320,7 @@ def drop_empty_taskqueues(tq_ids: Iterable[int]) -> list[int]:
             )
             TaskQueue.objects.filter(pk__in=empty)._raw_delete(TaskQueue.objects.db)
             changelog.taskqueues_dropped(empty)
-            transaction.on_commit(lambda: housekeeping.priorities_due(groups), robust=True)
+            housekeeping.priorities_due(groups)
     return empty
 
 
