@@ -63,6 +63,41 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
+# --- what differs between matcher versions (this bench also times the one before issue 21) ------
+
+
+_RELOADS = {"n": 0}
+
+
+def matcher_stats() -> dict:
+    """The matcher's own counters; for a matcher without them, its reloads counted here."""
+    from matcher import match
+
+    if hasattr(match, "stats"):
+        return match.stats()
+    if not getattr(match, "_counted", False):
+        load = match._load_taskqueues
+
+        def counted():
+            _RELOADS["n"] += 1
+            return load()
+
+        match._load_taskqueues, match._counted = counted, True
+    return {"taskqueue_full_reloads": _RELOADS["n"]}
+
+
+def settle(stop: bool = False, timeout: float = 30.0) -> None:
+    """Let the background housekeeping finish (and end it), where there is one."""
+    try:
+        from matcher import housekeeping
+    except ImportError:
+        return
+    if stop:
+        housekeeping.housekeeper.stop(timeout)
+    else:
+        housekeeping.housekeeper.idle(timeout)
+
+
 # --- the world ---------------------------------------------------------------------------------
 
 
@@ -144,8 +179,9 @@ def resources() -> list:
 
 
 def serial(context: dict) -> None:
-    from matcher import claims, housekeeping, match
+    from matcher import match
 
+    matcher_stats()  # counting from here for a matcher that does not count
     rng = random.Random(21)
     pool = resources()
 
@@ -156,9 +192,11 @@ def serial(context: dict) -> None:
 
     for i in range(len(pool) * WARMUP_PER_RESOURCE):
         one(i, f"{REF}-warm")
-    housekeeping.housekeeper.idle()
-    before = match.stats()
+    settle()
+    before = matcher_stats()
+    backend = backend_pid()
     times, claimed, dry = [], [], 0
+    cpu0, db_cpu0 = time.process_time(), backend_cpu_seconds(backend)
     started = time.perf_counter()
     for i in range(SERIAL):
         ms, m = one(i, f"{REF}-serial")
@@ -168,7 +206,8 @@ def serial(context: dict) -> None:
         else:
             claimed.append(m.job.id)
     elapsed = time.perf_counter() - started
-    after = match.stats()
+    cpu, db_cpu1 = time.process_time() - cpu0, backend_cpu_seconds(backend)
+    after = matcher_stats()
     reloads = after["taskqueue_full_reloads"] - before["taskqueue_full_reloads"]
     extra = {
         "matches": len(times),
@@ -181,12 +220,19 @@ def serial(context: dict) -> None:
     p50, p99 = statistics.median(times), percentile(times, 99)
     emit("match_p50_ms", p50, "ms", p99_ms=round(p99, 3), **extra)
     emit("match_p99_ms", p99, "ms", p50_ms=round(p50, 3), **extra)
-    emit("matches_per_s", len(times) / elapsed, "matches/s", serial=True, **extra)
+    cpu_context = {"cpu_ms_per_match_python": round(cpu * 1000 / len(times), 3)}
+    if db_cpu0 is not None and db_cpu1 is not None:
+        cpu_context["cpu_ms_per_match_postgres"] = round((db_cpu1 - db_cpu0) * 1000 / len(times), 3)
+    emit("matches_per_s", len(times) / elapsed, "matches/s", serial=True, **cpu_context, **extra)
     emit("taskqueue_full_reloads", reloads, "reloads", after_warmup=True, **extra)
-    housekeeping.housekeeper.idle()
+    settle()
     emit("duplicates", len(claimed) - len(set(claimed)), "jobs", **db_check(claimed, REF), **extra)
 
     # The folded claim against the two statements, alternating, on the same world.
+    try:
+        from matcher import claims
+    except ImportError:
+        return
     folded, two_step = [], []
     for i in range(SERIAL):
         claims.FOLD_DRAW = i % 2 == 0
@@ -203,6 +249,28 @@ def serial(context: dict) -> None:
         two_statements_p99_ms=round(percentile(two_step, 99), 3),
         **context,
     )
+
+
+def backend_pid() -> int | None:
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        return cur.fetchone()[0]
+
+
+def backend_cpu_seconds(pid: int | None) -> float | None:
+    """CPU seconds of a local PostgreSQL backend (its matcher's statements), from /proc."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def db_check(claimed: list[int], prefix: str) -> dict:
@@ -247,7 +315,7 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
         go.wait()
         while time.monotonic() < start_at.value:
             time.sleep(0.001)
-        before = match.stats()["taskqueue_full_reloads"]
+        before = matcher_stats()["taskqueue_full_reloads"]
         end, i = start_at.value + duration, 0
         while time.monotonic() < end:
             t0 = time.perf_counter()
@@ -259,12 +327,10 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
             else:
                 claimed.append(m.job.id)
         finished = time.monotonic()
-        stats = match.stats()
+        stats = matcher_stats()
         reloads = stats["taskqueue_full_reloads"] - before
     finally:
-        from matcher import housekeeping
-
-        housekeeping.housekeeper.stop(10)
+        settle(stop=True, timeout=10)
         connections.close_all()
     out.put(("done", worker, claimed, times, finished, dry, reloads, stats))
 
@@ -274,7 +340,7 @@ def submitter_process(env, seed, duration, start_at, go, out) -> None:
     _child(env)
     from django.db import connections
 
-    from matcher import housekeeping, services
+    from matcher import services
     from matcher.models import TaskQueue
     from shares.models import GridGroup, User
 
@@ -302,7 +368,7 @@ def submitter_process(env, seed, duration, start_at, go, out) -> None:
             spec = new_spec(rng, group, n)
             services.submit_jobs(user, [dict(spec) for _ in range(rng.randint(1, 5))])
             n += 1
-        housekeeping.housekeeper.stop(10)
+        settle(stop=True, timeout=10)
         created = TaskQueue.objects.filter(id__gt=top).count()
     finally:
         connections.close_all()
@@ -440,19 +506,15 @@ def run(shape_name: str, scale: str, seed: int, churn_seconds: float | None, env
             try:
                 serial(context)
             finally:
-                from matcher import housekeeping
-
-                housekeeping.housekeeper.stop()
+                settle(stop=True)
         return
     big = Shape(jobs=shape.jobs * 3, templates=shape.templates * 3)
     with throwaway_database("grid_churn"):
         from django.db import connection
 
-        from matcher import housekeeping
-
         log(f"loading {big.jobs} jobs for the churn")
         world = build(big, seed)
-        housekeeping.housekeeper.stop()  # the load's marks: this process matches no more
+        settle(stop=True)  # the load's marks: this process matches no more
         log(f"loaded: {world}")
         context = {"shape": shape_name, "scale": scale, "db": connection.vendor, **world}
         churn(env_of(), churn_seconds, context)

@@ -170,7 +170,7 @@ def _claim_postgresql(tq_id, priority, rng, fields) -> MatchedJob | None:
 def _claim_orm(tq_id, priority, rng, fields) -> MatchedJob | None:
     """The same claim for SQLite, whose writes are serialised (BEGIN IMMEDIATE)."""
     while True:
-        with _sqlite_turn():
+        with sqlite_turn():
             found, took_any = _claim_orm_once(tq_id, priority, rng, fields)
         if found is not None or not took_any:
             return found
@@ -178,7 +178,7 @@ def _claim_orm(tq_id, priority, rng, fields) -> MatchedJob | None:
 
 
 @contextmanager
-def _sqlite_turn():
+def sqlite_turn():
     """Matchers on one SQLite file take turns through a file lock: waiting in SQLite's busy
     handler backs off up to 100 ms a retry and lets newcomers pass, so a match could wait
     seconds; a queue on flock keeps every wait short. (In-memory databases: nothing to do.)"""

@@ -145,12 +145,12 @@ class Housekeeper:
                 self._cv.wait(self._due_at - now if self._groups else None)
 
     def _drop(self, drops) -> None:
-        from matcher.claims import _sqlite_turn
+        from matcher.claims import sqlite_turn
         from matcher.services import drop_empty_taskqueues
 
         ids = sorted({tq for batch, _ in drops for tq in batch})
         try:
-            with _sqlite_turn():
+            with sqlite_turn():
                 dropped = set(drop_empty_taskqueues(ids, skip_locked=True))
             self.counts["drops"] += len(dropped)
         except DatabaseError:

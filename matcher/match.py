@@ -99,7 +99,7 @@ def _drop_quietly(tq_ids) -> None:
         transaction.on_commit(lambda: _park_and_drop(tq_ids))
         return
     try:
-        with claims._sqlite_turn():
+        with claims.sqlite_turn():
             drop_empty_taskqueues(tq_ids)
     except DatabaseError:
         log.warning("could not drop empty TaskQueues %s now", tq_ids, exc_info=True)

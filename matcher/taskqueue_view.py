@@ -43,6 +43,7 @@ TESTING = getattr(settings, "TESTING", False)
 REFRESH_SECONDS = 0.0 if TESTING else 1.0
 HOLE_SECONDS = 60.0
 HOLE_LIMIT = 2000
+RELOAD_HOLES = 200  # numbers below the top at a full reload that may belong to open transactions
 AUDIT_SECONDS = 60.0
 MEMO_LIMIT = 1024
 LOG_BATCH = 10_000
@@ -131,9 +132,11 @@ class TaskQueueView:
             cur.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {changelog.TABLE}")
             top = cur.fetchone()[0]
             # Entries below the top that are not there yet may still commit: holes to watch.
-            cur.execute(f"SELECT seq FROM {changelog.TABLE} WHERE seq > %s", [top - HOLE_LIMIT])
+            cur.execute(f"SELECT seq FROM {changelog.TABLE} WHERE seq > %s", [top - RELOAD_HOLES])
             present = {r[0] for r in cur.fetchall()}
-        self.holes = {s: now for s in range(max(1, top - HOLE_LIMIT + 1), top) if s not in present}
+        self.holes = {
+            s: now for s in range(max(1, top - RELOAD_HOLES + 1), top) if s not in present
+        }
         self.max_seen = top
         for tq in _load(None):
             self.tqs[tq.id] = tq
