@@ -680,6 +680,9 @@ def main() -> None:
     parser.add_argument(
         "--churn", action="store_true", help="four matchers while TaskQueues come and go"
     )
+    parser.add_argument(
+        "--dump-world", metavar="FILE", help="write the --shape world as JSON (bench/dirac_tqdb.py)"
+    )
     parser.add_argument("--serve", metavar="ADDR:PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -693,7 +696,7 @@ def main() -> None:
 
         shape = "many-small" if args.shape == "few-large" else args.shape
         seconds = (args.seconds or SCALES[args.scale].seconds) if args.churn else None
-        match_grid.run(shape, args.scale, args.seed, seconds, database_env)
+        match_grid.run(shape, args.scale, args.seed, seconds, database_env, args.dump_world)
         return
     scale = SCALES[args.scale]
     if args.seconds is not None:

@@ -123,6 +123,7 @@ def templates(rng: random.Random, count: int) -> list:
     seen, picked = set(), []
     for t in bulk.make_templates(rng, count * 3):
         t.requirements["pilot_types"] = []
+        t.requirements["submit_pools"] = []  # what DIRAC's TaskQueueDB knows of, alone
         key = (t.owner_id, t.owner_group_id, json.dumps(t.requirements, sort_keys=True))
         if key not in seen:
             seen.add(key)
@@ -148,6 +149,63 @@ def build(shape: Shape, seed: int) -> dict:
         "jobs": TaskQueueJob.objects.count(),
         "taskqueues": TaskQueue.objects.count(),
     }
+
+
+def dump_world(path: str) -> None:
+    """The world as plain JSON, for bench/dirac_tqdb.py to load the very same jobs, TaskQueues
+    and priorities into DIRAC's own TaskQueueDB."""
+    import json
+
+    from config import gdpconfig
+    from matcher.models import TaskQueue, TaskQueueJob
+
+    members: dict[int, list] = {}
+    for job, tq, prio in TaskQueueJob.objects.values_list(
+        "job_id", "task_queue_id", "user_priority"
+    ):
+        members.setdefault(tq, []).append([job, prio])
+    tqs = [
+        {
+            "id": tq.pk,
+            "owner": tq.owner.username,
+            "group": tq.owner_group.name,
+            "cpu_time": tq.cpu_time,
+            "sites": tq.sites,
+            "banned_sites": tq.banned_sites,
+            "grid_ces": tq.grid_ces,
+            "platforms": tq.platforms,
+            "tags": tq.tags,
+            "priority": tq.priority,
+            "jobs": members.get(tq.pk, []),
+        }
+        for tq in TaskQueue.objects.select_related("owner", "owner_group")
+    ]
+    groups = {g.name: {"share": g.job_share, "sharing": g.job_sharing} for g in _groups()}
+    pool = [
+        {
+            "site": r.site,
+            "grid_ce": r.grid_ce,
+            "cpu_time": r.cpu_time,
+            "platforms": sorted(r.platforms),
+            "tags": sorted(r.tags),
+        }
+        for r in resources()
+    ]
+    world = {
+        "taskqueues": tqs,
+        "resources": pool,
+        "groups": groups,
+        "cpu_segments": gdpconfig.get("CPUSegments"),
+        "serial": SERIAL,
+    }
+    with open(path, "w") as f:
+        json.dump(world, f)
+
+
+def _groups():
+    from shares.models import GridGroup
+
+    return GridGroup.objects.filter(generic_pilot=False)
 
 
 def resources() -> list:
@@ -488,7 +546,14 @@ def churn(env: dict, duration: float, context: dict) -> None:
     )
 
 
-def run(shape_name: str, scale: str, seed: int, churn_seconds: float | None, env_of) -> None:
+def run(
+    shape_name: str,
+    scale: str,
+    seed: int,
+    churn_seconds: float | None,
+    env_of,
+    dump: str | None = None,
+) -> None:
     """One shape's world in a throw-away database, its serial matches, then (--churn) the
     churn on a world of its own."""
     from _common import throwaway_database
@@ -502,6 +567,8 @@ def run(shape_name: str, scale: str, seed: int, churn_seconds: float | None, env
             started = time.perf_counter()
             world = build(shape, seed)
             log(f"loaded in {time.perf_counter() - started:.1f} s: {world}")
+            if dump:
+                dump_world(dump)
             context = {"shape": shape_name, "scale": scale, "db": connection.vendor, **world}
             try:
                 serial(context)
