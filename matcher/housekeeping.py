@@ -7,8 +7,8 @@
   RECOMPUTE_DELAY old is taken by one process, which recomputes the group exactly as an inline
   recomputation would (recompute_priorities of those groups), only later: the result reads the
   state of the group when it runs. A grid empties and fills TaskQueues many times a second:
-  so each group is recomputed at most once per delay, by one process at a time (an advisory
-  lock shared with the priorities cycle, which recomputes every group and clears every mark).
+  so each group is recomputed at most once per delay, by the one process that takes its mark
+  (the priorities cycle recomputes every group and clears every mark).
 
 One daemon thread per process does both, on its own database connection, after the commit of
 what asked for it. Should the process die first, nothing is lost that the cycles do not
@@ -170,7 +170,7 @@ class Housekeeper:
             self.counts["failures"] += 1
             connection.close()
             done = None
-        if done is None:  # busy elsewhere or failed: look again shortly
+        if done is None:  # failed: look again shortly
             with self._cv:
                 if not self._groups:
                     self._due_at = time.monotonic() + RETRY_SECONDS
@@ -234,21 +234,18 @@ def take_marks(older_than: float | None) -> list[int]:
         return groups
 
 
-def recompute_due() -> list[int] | None:
-    """Recompute the groups whose marks are RECOMPUTE_DELAY old; None when another process
-    (or the priorities cycle) is recomputing priorities now: the marks are put back."""
-    from config.cycles import _advisory_key
+def recompute_due() -> list[int]:
+    """Recompute the groups whose marks are RECOMPUTE_DELAY old. The priorities cycle may run
+    meanwhile: both lock the TaskQueue rows in one order (priorities._write_priorities)."""
     from matcher import priorities
 
     groups = take_marks(RECOMPUTE_DELAY)
-    if not groups:
-        return []
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cur:
-                cur.execute("SELECT pg_try_advisory_xact_lock(%s)", [_advisory_key("priorities")])
-                if not cur.fetchone()[0]:
-                    _mark(groups, timezone.now() - timedelta(seconds=RECOMPUTE_DELAY))
-                    return None
-        priorities.recompute_priorities(groups)
+    if groups:
+        try:
+            priorities.recompute_priorities(groups)
+        except DatabaseError:
+            # Put the marks back, due at once (should this fail too, the cycle takes over).
+            with transaction.atomic():
+                _mark(groups, timezone.now() - timedelta(seconds=RECOMPUTE_DELAY))
+            raise
     return groups

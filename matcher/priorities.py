@@ -66,6 +66,12 @@ def _write_priorities(priorities: dict[int, float]) -> None:
         for start in range(0, len(items), 5000):
             chunk = items[start : start + 5000]
             if connection.vendor == "postgresql":
+                # Rows locked in id order first: a cycle and a background recomputation of
+                # some groups (housekeeping.py) then wait for each other, never deadlock.
+                cur.execute(
+                    f"SELECT id FROM {table} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
+                    [[tq for tq, _ in chunk]],
+                )
                 rows = ", ".join(["(%s, %s::double precision)"] * len(chunk))
                 update = (
                     f"UPDATE {table} t SET priority = v.p FROM (VALUES {rows}) AS v(id, p) "
