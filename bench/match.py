@@ -728,10 +728,15 @@ def main() -> None:
             "http": lambda: bench_http(scale, context),
             "procs": lambda: bench_processes(scale, context),
         }
-        for phase in PHASES:
-            if phase in phases:
-                log(phase)
-                steps[phase]()
+        try:
+            for phase in PHASES:
+                if phase in phases:
+                    log(phase)
+                    steps[phase]()
+        finally:
+            import match_grid
+
+            match_grid.settle(stop=True)  # the housekeeping thread's connection, before the drop
     if postgresql and "procs" in phases and not args.no_sqlite:
         log("the SQLite part")
         if run_sqlite_part(args) != 0:
