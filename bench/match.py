@@ -22,6 +22,11 @@ Prints one JSON object per line (DESIGN §7):
   sqlite_match_max_ms       the longest single match_job of four processes on an SQLite file
 On PostgreSQL the SQLite part runs last, at small size, in a child process with its own
 temporary file. Everything happens in throw-away databases that are dropped at the end.
+
+The grid's own shapes (bench/match_grid.py): `--shape many-small` (10,000 jobs in ~3,600
+TaskQueues), `--shape wide` (1,000,000 jobs in 5,000 TaskQueues), 1,000 serial matches over
+twenty resource descriptions; `--churn` (with --shape many-small) four matcher processes while
+TaskQueues are created at 20/s and the priorities cycle runs every 10 s.
 """
 
 from __future__ import annotations
@@ -245,14 +250,19 @@ def literal_match(tq_id: int, resource, pilot_reference: str, rng: random.Random
     UserPriority, then the same claim as ours of one of the ten lowest free JobIDs there."""
     from django.db import connection
 
-    from matcher import match, matching
+    from matcher import matching
+
+    try:
+        from matcher import claims
+    except ImportError:  # the matcher before issue 21, timed side by side
+        from matcher import match as claims
 
     with connection.cursor() as cur:
         cur.execute(LITERAL_SQL[connection.vendor], [tq_id, matching.ZERO_PRIORITY_WEIGHT])
         row = cur.fetchone()
     if row is None:
         return None
-    return match._claim(tq_id, row[1], resource, pilot_reference, rng)
+    return claims._claim(tq_id, row[1], resource, pilot_reference, rng)
 
 
 def bench_literal(world: World, scale: Scale, context: dict) -> None:
@@ -667,6 +677,18 @@ def main() -> None:
         "--no-sqlite", action="store_true", help="on PostgreSQL, skip the SQLite part"
     )
     parser.add_argument("--seconds", type=float, help="override how long the processes run")
+    parser.add_argument(
+        "--shape",
+        choices=["few-large", "many-small", "wide"],
+        default="few-large",
+        help="few-large: the world above; many-small, wide: see bench/match_grid.py",
+    )
+    parser.add_argument(
+        "--churn", action="store_true", help="four matchers while TaskQueues come and go"
+    )
+    parser.add_argument(
+        "--dump-world", metavar="FILE", help="write the --shape world as JSON (bench/dirac_tqdb.py)"
+    )
     parser.add_argument("--serve", metavar="ADDR:PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -675,6 +697,13 @@ def main() -> None:
     phases = [p for p in args.phases.split(",") if p]
     if unknown := set(phases) - set(PHASES):
         parser.error(f"unknown phases {sorted(unknown)}")
+    if args.shape != "few-large" or args.churn:
+        import match_grid
+
+        shape = "many-small" if args.shape == "few-large" else args.shape
+        seconds = (args.seconds or SCALES[args.scale].seconds) if args.churn else None
+        match_grid.run(shape, args.scale, args.seed, seconds, database_env, args.dump_world)
+        return
     scale = SCALES[args.scale]
     if args.seconds is not None:
         scale = Scale(**{**scale.__dict__, "seconds": args.seconds})
@@ -700,10 +729,15 @@ def main() -> None:
             "http": lambda: bench_http(scale, context),
             "procs": lambda: bench_processes(scale, context),
         }
-        for phase in PHASES:
-            if phase in phases:
-                log(phase)
-                steps[phase]()
+        try:
+            for phase in PHASES:
+                if phase in phases:
+                    log(phase)
+                    steps[phase]()
+        finally:
+            import match_grid
+
+            match_grid.settle(stop=True)  # the housekeeping thread's connection, before the drop
     if postgresql and "procs" in phases and not args.no_sqlite:
         log("the SQLite part")
         if run_sqlite_part(args) != 0:

@@ -6,4 +6,4 @@ class MatcherConfig(AppConfig):
     verbose_name = "Jobs, TaskQueues and matching"
 
     def ready(self) -> None:
-        from matcher import health, params, pilots, priorities, services  # noqa: F401
+        from matcher import changelog, health, params, pilots, priorities, services  # noqa: F401

@@ -384,3 +384,41 @@ class JobStateSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M}: {sum(self.counts.values())} jobs"
+
+
+class TaskQueueChange(models.Model):
+    """One change to what the matchers cache about the TaskQueues, written in the transaction
+    that made it: every matcher process reads the entries after its last position (at most
+    once a second) instead of reloading every TaskQueue. Trimmed by the cleanup cycle; a
+    `trimmed` entry tells a process that fell behind the trim to reload."""
+
+    class Kind(models.TextChoices):
+        CREATED = "created"
+        DROPPED = "dropped"
+        PRIORITY = "priority"
+        GROUP = "group"  # a group's JobSharing may have changed: its TaskQueues' owner rule
+        TRIMMED = "trimmed"  # entries up to `upto` were deleted
+
+    seq = models.BigAutoField(primary_key=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    task_queue_id = models.BigIntegerField(null=True)
+    group_id = models.BigIntegerField(null=True)
+    priority = models.FloatField(null=True)
+    upto = models.BigIntegerField(null=True)
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.seq}: {self.kind} {self.task_queue_id or self.group_id or self.upto}"
+
+
+class PrioritiesDue(models.Model):
+    """A group whose TaskQueues appeared or vanished since its priorities were last computed:
+    recomputed in the background once the mark is RECOMPUTE_DELAY old (so a group whose
+    TaskQueues come and go many times a second is recomputed once per delay, by one process),
+    and by every priorities cycle. See matcher/housekeeping.py."""
+
+    group_id = models.BigIntegerField(primary_key=True)
+    since = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"priorities of group {self.group_id} due since {self.since}"

@@ -13,6 +13,7 @@ from django.dispatch import receiver
 
 from config import clock, gdpconfig
 from config.cycles import cycle
+from matcher import changelog
 from matcher.models import Job, JobStatus, TaskQueue, TaskQueuePriorityCount
 from shares import priorities as engine
 from shares import services as share_services
@@ -55,28 +56,49 @@ def groups_map() -> dict[int, engine.Group]:
 
 
 def _write_priorities(priorities: dict[int, float]) -> None:
+    """Store the priorities that changed, and log each change for the matchers' views."""
     if not priorities:
         return
     table = TaskQueue._meta.db_table
     items = sorted(priorities.items())  # one lock order for concurrent recomputes
+    now = clock.now()
     with transaction.atomic(), connection.cursor() as cur:
         for start in range(0, len(items), 5000):
             chunk = items[start : start + 5000]
-            params = [v for pair in chunk for v in pair]
             if connection.vendor == "postgresql":
+                # Rows locked in id order first: a cycle and a background recomputation of
+                # some groups (housekeeping.py) then wait for each other, never deadlock.
+                cur.execute(
+                    f"SELECT id FROM {table} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
+                    [[tq for tq, _ in chunk]],
+                )
                 rows = ", ".join(["(%s, %s::double precision)"] * len(chunk))
-                cur.execute(
+                update = (
                     f"UPDATE {table} t SET priority = v.p FROM (VALUES {rows}) AS v(id, p) "
-                    "WHERE t.id = v.id AND t.priority IS DISTINCT FROM v.p",
-                    params,
+                    "WHERE t.id = v.id AND t.priority IS DISTINCT FROM v.p "
+                    "RETURNING t.id, t.priority"
                 )
-            else:
-                cases = " ".join(["WHEN %s THEN %s"] * len(chunk))
-                marks = ", ".join(["%s"] * len(chunk))
                 cur.execute(
-                    f"UPDATE {table} SET priority = CASE id {cases} END WHERE id IN ({marks})",
-                    params + [tq for tq, _ in chunk],
+                    changelog.logged_priority_update_sql(update),
+                    [v for pair in chunk for v in pair] + [now],
                 )
+                continue
+            # SQLite (writes serialised): read, then write and log only what changed.
+            marks = ", ".join(["%s"] * len(chunk))
+            cur.execute(
+                f"SELECT id, priority FROM {table} WHERE id IN ({marks})", [tq for tq, _ in chunk]
+            )
+            stored = dict(cur.fetchall())
+            changed = [(tq, p) for tq, p in chunk if tq in stored and stored[tq] != p]
+            if not changed:
+                continue
+            cases = " ".join(["WHEN %s THEN %s"] * len(changed))
+            marks = ", ".join(["%s"] * len(changed))
+            cur.execute(
+                f"UPDATE {table} SET priority = CASE id {cases} END WHERE id IN ({marks})",
+                [v for pair in changed for v in pair] + [tq for tq, _ in changed],
+            )
+            changelog.priorities_changed(changed)
 
 
 def recompute_priorities(group_ids=None, corrections=None) -> dict[int, float]:
@@ -109,11 +131,20 @@ def waiting_entities(loads) -> dict[int, set[int]]:
 @cycle("priorities")
 def priorities_cycle() -> dict:
     """Run the share correctors on the usage history, then recompute every priority."""
+    from matcher.housekeeping import take_marks
+
+    take_marks(None)  # every group is recomputed here
     loads = taskqueue_loads()
     factors = share_services.run_correctors(waiting_entities(loads))
     # The factors of this run, even none: an empty run must not leave older factors applied.
     result = recompute_priorities(corrections=factors)
-    return {"taskqueues": len(result), "corrected_entities": len(factors)}
+    with transaction.atomic():
+        trimmed = changelog.trim()  # the matchers' change log, which this cycle feeds most
+    return {
+        "taskqueues": len(result),
+        "corrected_entities": len(factors),
+        "trimmed_changes": trimmed,
+    }
 
 
 @cycle("usage_sampling")

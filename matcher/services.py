@@ -15,7 +15,7 @@ from django.db.models import Count, Exists, OuterRef
 
 from config import clock, gdpconfig
 from config.cycles import cycle
-from matcher import lifecycle, taskqueues
+from matcher import changelog, housekeeping, lifecycle, taskqueues
 from matcher.models import (
     MULTI_VALUED_FIELDS,
     Job,
@@ -58,9 +58,9 @@ def taskqueues_for(definitions: Sequence[dict]) -> list[TaskQueue]:
             [TaskQueue(key=k, created=now, **keyed[k]) for k in missing], ignore_conflicts=True
         )
         found.update({tq.key: tq for tq in TaskQueue.objects.filter(key__in=missing)})
+        changelog.taskqueues_created(found[k].pk for k in missing)
         # A TaskQueue appeared: its group's priorities change (new entity, new J values).
-        groups = {d["owner_group_id"] for k, d in keyed.items() if k in missing}
-        transaction.on_commit(lambda: _taskqueues_changed(groups), robust=True)
+        housekeeping.priorities_due({d["owner_group_id"] for k, d in keyed.items() if k in missing})
     return [found[taskqueues.definition_key(d)] for d in definitions]
 
 
@@ -288,7 +288,7 @@ def set_waiting_status(job_ids: Iterable[int], to: str, reason: str) -> int:
     return len(jobs)
 
 
-def drop_empty_taskqueues(tq_ids: Iterable[int]) -> list[int]:
+def drop_empty_taskqueues(tq_ids: Iterable[int], skip_locked: bool = False) -> list[int]:
     """Delete those of these TaskQueues that hold no job; returns the ids deleted.
 
     The rows are locked first, and emptiness is checked under the lock, so a TaskQueue that a
@@ -300,7 +300,9 @@ def drop_empty_taskqueues(tq_ids: Iterable[int]) -> list[int]:
         return []
     with transaction.atomic():
         locked = list(
-            TaskQueue.objects.select_for_update().filter(pk__in=ids).values_list("pk", flat=True)
+            TaskQueue.objects.select_for_update(skip_locked=skip_locked)
+            .filter(pk__in=ids)
+            .values_list("pk", flat=True)
         )
         busy = set(
             TaskQueueJob.objects.filter(task_queue_id__in=locked)
@@ -312,8 +314,12 @@ def drop_empty_taskqueues(tq_ids: Iterable[int]) -> list[int]:
             groups = set(
                 TaskQueue.objects.filter(pk__in=empty).values_list("owner_group_id", flat=True)
             )
-            TaskQueue.objects.filter(pk__in=empty).delete()
-            transaction.on_commit(lambda: _taskqueues_changed(groups), robust=True)
+            TaskQueuePriorityCount.objects.filter(task_queue_id__in=empty)._raw_delete(
+                TaskQueuePriorityCount.objects.db
+            )
+            TaskQueue.objects.filter(pk__in=empty)._raw_delete(TaskQueue.objects.db)
+            changelog.taskqueues_dropped(empty)
+            housekeeping.priorities_due(groups)
     return empty
 
 
@@ -324,12 +330,6 @@ def _housekeeping(fn, *args) -> None:
         fn(*args)
     except DatabaseError:
         log.warning("housekeeping %s%s failed", fn.__name__, args, exc_info=True)
-
-
-def _taskqueues_changed(group_ids) -> None:
-    from matcher.priorities import recompute_priorities
-
-    recompute_priorities(group_ids)
 
 
 def _change_status(job: Job, to: str, reason: str, **fields) -> None:

@@ -1,0 +1,413 @@
+"""Claiming one job of a TaskQueue for a pilot: the user-priority draw and the claim.
+
+Inside the drawn TaskQueue the winning UserPriority is drawn from the per-priority counts
+(exactly as if every waiting job raced, DESIGN §6), then one of the ten lowest free JobIDs at
+that priority is claimed in one transaction: the membership row is deleted (it must have been
+there), the job moves activated -> sent with the pilot, site and CE, its history and the count
+follow. Correctness rests here, never on the matcher's cache of TaskQueues: the statement
+claims only a job that is still a member of the TaskQueue and still activated, and for a
+private pilot only from a TaskQueue of its owner or of a JobSharing group, as the database has
+it now.
+
+On PostgreSQL the draw is folded into the claim (`claim_in`): one statement, one round trip,
+reads the counts, draws the priority with the random numbers it is given (the same formula as
+races.winning_user_priority), and claims. The two-statement way (counts, then claim) remains
+the fall-back when the drawn priority has no free job left, the SQLite path, and, with
+FOLD_DRAW off, the way the benchmark compares against.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from django.db import OperationalError, connection, transaction
+
+from config import clock
+from matcher import matching, races
+from matcher.models import (
+    MULTI_VALUED_FIELDS,
+    Job,
+    JobStatus,
+    JobStatusHistory,
+    TaskQueueJob,
+    TaskQueuePriorityCount,
+)
+from matcher.services import add_to_counts
+
+CANDIDATE_JOBS = 10  # the seed's "get the first ten and order them in random order"
+USER_PRIORITIES = 11  # UserPriority 0..10 (the jobs' check constraint): one uniform each
+FOLD_DRAW = True
+
+
+_COUNTS_SQL = (
+    f"SELECT user_priority, jobs FROM {TaskQueuePriorityCount._meta.db_table} "
+    "WHERE task_queue_id = %s AND jobs > 0"
+)
+
+
+def _prepared_cursor():
+    """A server-side-binding psycopg cursor on Django's connection: the matcher's two hot
+    statements are prepared once per connection (half the database's CPU per match was
+    planning them). Same connection and transaction state as Django's own cursors."""
+    import psycopg
+
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
+
+
+def _priority_counts(tq_id: int) -> dict[int, int]:
+    if connection.vendor == "postgresql":
+        with _prepared_cursor() as cur:
+            cur.execute(_COUNTS_SQL, [tq_id], prepare=True)
+            return dict(cur.fetchall())
+    with connection.cursor() as cur:  # on the hot path: no queryset to build
+        cur.execute(_COUNTS_SQL, [tq_id])
+        return dict(cur.fetchall())
+
+
+@dataclass
+class MatchedJob:
+    """What a pilot is told about the job it got."""
+
+    id: int
+    name: str
+    owner: str
+    owner_dn: str | None
+    owner_group: str
+    setup: str
+    cpu_time: int
+    user_priority: int
+    site: str
+    grid_ce: str
+    requirements: dict
+
+
+def _claim(tq_id: int, priority: int, resource, pilot_reference, rng) -> MatchedJob | None:
+    """Claim one of the ten lowest free JobIDs at this priority; None if there is none."""
+    fields = _claim_fields(resource, pilot_reference)
+    if connection.vendor == "postgresql":
+        try:
+            return _claim_postgresql(tq_id, priority, rng, fields)
+        except OperationalError:
+            return None  # lost a race (a deadlock with a concurrent kill, say): next candidate
+    return _claim_orm(tq_id, priority, rng, fields)
+
+
+_JOB_COLUMNS = [
+    "id",
+    "name",
+    "setup",
+    "cpu_time",
+    "user_priority",
+    "site",
+    "grid_ce",
+    *MULTI_VALUED_FIELDS,
+]
+
+# One statement, hence one transaction and one round trip: lock the ten lowest free job ids at
+# this priority (SKIP LOCKED: rows another matcher is claiming are not candidates, so matchers
+# never wait for each other), pick one at random, delete its membership, move the job
+# activated -> sent, decrement the count, write the history, and return what the pilot needs.
+_CLAIM_SQL = """
+WITH cand AS (
+    SELECT job_id FROM matcher_taskqueuejob
+    WHERE task_queue_id = %(tq)s AND user_priority = %(prio)s
+    ORDER BY job_id LIMIT {limit} FOR UPDATE SKIP LOCKED
+), pick AS (
+    SELECT job_id FROM cand ORDER BY job_id
+    LIMIT 1 OFFSET (%(r)s %% GREATEST((SELECT count(*) FROM cand), 1))
+), del AS (
+    DELETE FROM matcher_taskqueuejob m USING pick WHERE m.job_id = pick.job_id
+    RETURNING m.job_id
+), cnt AS (
+    UPDATE matcher_taskqueueprioritycount SET jobs = jobs - 1
+    WHERE task_queue_id = %(tq)s AND user_priority = %(prio)s AND EXISTS (SELECT 1 FROM del)
+), upd AS (
+    UPDATE matcher_job j SET status = 'sent', status_reason = %(reason)s,
+        status_changed = %(now)s, site = %(site)s, grid_ce = %(grid_ce)s,
+        pilot_reference = %(pilot_reference)s
+    FROM del WHERE j.id = del.job_id AND j.status = 'activated'
+    RETURNING j.*
+), hist AS (
+    INSERT INTO matcher_jobstatushistory (job_id, at, from_status, to_status, reason)
+    SELECT id, %(now)s, 'activated', 'sent', %(reason)s FROM upd
+)
+SELECT (SELECT count(*) FROM del), {columns}, u.username, u.dn, g.name
+FROM (SELECT 1) one
+LEFT JOIN upd ON true
+LEFT JOIN shares_user u ON u.id = upd.owner_id
+LEFT JOIN shares_gridgroup g ON g.id = upd.owner_group_id
+""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS))
+
+
+def _matched(row) -> MatchedJob:
+    values = dict(zip(_JOB_COLUMNS, row[: len(_JOB_COLUMNS)], strict=True))
+    owner, dn, group = row[len(_JOB_COLUMNS) :]
+    reqs = {}
+    for f in MULTI_VALUED_FIELDS:
+        v = values.pop(f)
+        reqs[f] = json.loads(v) if isinstance(v, str) else v
+    return MatchedJob(owner=owner, owner_dn=dn, owner_group=group, requirements=reqs, **values)
+
+
+def _claim_postgresql(tq_id, priority, rng, fields) -> MatchedJob | None:
+    params = {"tq": tq_id, "prio": priority, "r": rng.randrange(1 << 30), **fields}
+    with _prepared_cursor() as cur:
+        while True:
+            cur.execute(_CLAIM_SQL, params, prepare=True)
+            row = cur.fetchone()
+            if row[0] == 0:
+                return None  # no free job at this priority
+            if row[1] is not None:
+                return _matched(row[1:])
+            # A stray membership of a job no longer waiting was removed: try again.
+
+
+def _claim_orm(tq_id, priority, rng, fields) -> MatchedJob | None:
+    """The same claim for SQLite, whose writes are serialised (BEGIN IMMEDIATE)."""
+    while True:
+        with sqlite_turn():
+            found, took_any = _claim_orm_once(tq_id, priority, rng, fields)
+        if found is not None or not took_any:
+            return found
+        # Only stray memberships (jobs no longer waiting) were among the ten: look again.
+
+
+@contextmanager
+def sqlite_turn():
+    """Matchers on one SQLite file take turns through a file lock: waiting in SQLite's busy
+    handler backs off up to 100 ms a retry and lets newcomers pass, so a match could wait
+    seconds; a queue on flock keeps every wait short. (In-memory databases: nothing to do.)"""
+    name = str(connection.settings_dict["NAME"])
+    if (
+        connection.vendor != "sqlite"
+        or connection.in_atomic_block
+        or not name
+        or ":memory:" in name
+        or "mode=memory" in name
+    ):
+        yield
+        return
+    import fcntl
+
+    with open(f"{name}.matchlock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _claim_orm_once(tq_id, priority, rng, fields):
+    with transaction.atomic():
+        candidates = list(
+            TaskQueueJob.objects.select_for_update(skip_locked=True)
+            .filter(task_queue_id=tq_id, user_priority=priority)
+            .order_by("job_id")
+            .values_list("job_id", flat=True)[:CANDIDATE_JOBS]
+        )
+        rng.shuffle(candidates)
+        took_any = False
+        for job_id in candidates:
+            if TaskQueueJob.objects.filter(job_id=job_id).delete()[0] != 1:
+                continue  # taken meanwhile
+            took_any = True
+            add_to_counts(Counter({(tq_id, priority): -1}))
+            moved = Job.objects.filter(pk=job_id, status=JobStatus.ACTIVATED).update(
+                status=JobStatus.SENT,
+                status_reason=fields["reason"],
+                status_changed=fields["now"],
+                site=fields["site"],
+                grid_ce=fields["grid_ce"],
+                pilot_reference=fields["pilot_reference"],
+            )
+            if moved != 1:
+                continue  # a stray membership of a job no longer waiting: dropped, go on
+            JobStatusHistory.objects.create(
+                job_id=job_id,
+                at=fields["now"],
+                from_status=JobStatus.ACTIVATED,
+                to_status=JobStatus.SENT,
+                reason=fields["reason"],
+            )
+            job = Job.objects.select_related("owner", "owner_group").get(pk=job_id)
+            return MatchedJob(
+                id=job.pk,
+                name=job.name,
+                owner=job.owner.get_username(),
+                owner_dn=job.owner.dn,
+                owner_group=job.owner_group.name,
+                setup=job.setup,
+                cpu_time=job.cpu_time,
+                user_priority=job.user_priority,
+                site=job.site,
+                grid_ce=job.grid_ce,
+                requirements=job.requirements(),
+            ), True
+    return None, took_any
+
+
+# --- the draw folded into the claim ------------------------------------------------------------
+
+
+@dataclass
+class Claimed:
+    """What a claim in a TaskQueue found: the job (or None), how many jobs the TaskQueue held
+    just before (0: it is empty), and whether the pilot may take its jobs at all."""
+
+    job: MatchedJob | None
+    waiting: int
+    allowed: bool = True
+
+
+_ALLOWED_SQL = (
+    "SELECT EXISTS (SELECT 1 FROM matcher_taskqueue t "
+    "JOIN shares_gridgroup g ON g.id = t.owner_group_id "
+    "WHERE t.id = %s AND (t.owner_id = %s OR g.job_sharing))"
+)
+
+# The claim statement with the draw in front: `lv` the TaskQueue's counts, `win` the priority
+# whose key is smallest (the keys of races.winning_user_priority, with the uniforms passed in,
+# u[p + 1] for UserPriority p), `ok` the owner rule of a private pilot as the database has it;
+# then the claim of _CLAIM_SQL at that priority. It returns the claim's outcome with the counts.
+_DRAWN_CLAIM_SQL = """
+WITH lv AS (
+    SELECT user_priority AS p, jobs AS n FROM matcher_taskqueueprioritycount
+    WHERE task_queue_id = %(tq)s AND jobs > 0
+), win AS (
+    SELECT p FROM lv ORDER BY (CASE WHEN %(dirac)s
+        THEN (1.0::float8 - power((%(u)s::float8[])[p + 1], 1.0::float8 / n))
+            / (CASE WHEN p > 0 THEN p::float8 ELSE %(zero)s::float8 END)
+        ELSE -ln((%(u)s::float8[])[p + 1])
+            / (n * (CASE WHEN p > 0 THEN p::float8 ELSE %(zero)s::float8 END))
+    END), p LIMIT 1
+), ok AS (
+    SELECT %(owner)s::bigint IS NULL OR EXISTS (
+        SELECT 1 FROM matcher_taskqueue t JOIN shares_gridgroup g ON g.id = t.owner_group_id
+        WHERE t.id = %(tq)s AND (t.owner_id = %(owner)s::bigint OR g.job_sharing)
+    ) AS allowed
+), cand AS (
+    SELECT job_id FROM matcher_taskqueuejob
+    WHERE task_queue_id = %(tq)s AND user_priority = (SELECT p FROM win)
+      AND (SELECT allowed FROM ok)
+    ORDER BY job_id LIMIT {limit} FOR UPDATE SKIP LOCKED
+), pick AS (
+    SELECT job_id FROM cand ORDER BY job_id
+    LIMIT 1 OFFSET (%(r)s %% GREATEST((SELECT count(*) FROM cand), 1))
+), del AS (
+    DELETE FROM matcher_taskqueuejob m USING pick WHERE m.job_id = pick.job_id
+    RETURNING m.job_id
+), cnt AS (
+    UPDATE matcher_taskqueueprioritycount SET jobs = jobs - 1
+    WHERE task_queue_id = %(tq)s AND user_priority = (SELECT p FROM win)
+      AND EXISTS (SELECT 1 FROM del)
+), upd AS (
+    UPDATE matcher_job j SET status = 'sent', status_reason = %(reason)s,
+        status_changed = %(now)s, site = %(site)s, grid_ce = %(grid_ce)s,
+        pilot_reference = %(pilot_reference)s
+    FROM del WHERE j.id = del.job_id AND j.status = 'activated'
+    RETURNING j.*
+), hist AS (
+    INSERT INTO matcher_jobstatushistory (job_id, at, from_status, to_status, reason)
+    SELECT id, %(now)s, 'activated', 'sent', %(reason)s FROM upd
+)
+SELECT (SELECT count(*) FROM del), (SELECT p FROM win), (SELECT allowed FROM ok),
+    (SELECT array_agg(p ORDER BY p) FROM lv), (SELECT array_agg(n ORDER BY p) FROM lv),
+    {columns}, u.username, u.dn, g.name
+FROM (SELECT 1) one
+LEFT JOIN upd ON true
+LEFT JOIN shares_user u ON u.id = upd.owner_id
+LEFT JOIN shares_gridgroup g ON g.id = upd.owner_group_id
+""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS))
+
+
+def _claim_fields(resource, pilot_reference: str) -> dict:
+    return {
+        "site": resource.site or "",
+        "grid_ce": resource.grid_ce or "",
+        "pilot_reference": pilot_reference[:255],
+        "reason": f"matched to pilot {pilot_reference or '?'} at {resource.site}"[:255],
+        "now": clock.now(),
+    }
+
+
+def _drawn_claim_postgresql(tq_id, uniforms, rng, mode, owner_id, fields):
+    """(Claimed, counts left to try) from the one-statement claim."""
+    with _prepared_cursor() as cur:
+        while True:
+            params = {
+                "tq": tq_id,
+                "dirac": mode == matching.DIRAC,
+                "u": uniforms,
+                "zero": matching.ZERO_PRIORITY_WEIGHT,
+                "owner": owner_id,
+                "r": rng.randrange(1 << 30),
+                **fields,
+            }
+            try:
+                cur.execute(_DRAWN_CLAIM_SQL, params, prepare=True)
+            except OperationalError:
+                return Claimed(None, 1), {}  # lost a race (a deadlock with a kill): next TQ
+            taken, winner, allowed, levels, jobs, *rest = cur.fetchone()
+            counts = dict(zip(levels or [], jobs or [], strict=True))
+            waiting = sum(counts.values())
+            if not allowed or not counts:
+                return Claimed(None, waiting, bool(allowed)), {}
+            if taken and rest[0] is not None:
+                return Claimed(_matched(rest), waiting), {}
+            if not taken:
+                counts.pop(winner)  # nothing free at this priority now: the others remain
+                return Claimed(None, waiting), counts
+            # A stray membership of a job no longer waiting was removed: draw again.
+            uniforms = [1.0 - rng.random() for _ in range(USER_PRIORITIES)]
+
+
+def _allowed(tq_id: int, owner_id: int | None) -> bool:
+    if owner_id is None:
+        return True
+    with connection.cursor() as cur:
+        cur.execute(_ALLOWED_SQL, [tq_id, owner_id])
+        return bool(cur.fetchone()[0])
+
+
+def claim_in(
+    tq_id: int,
+    resource: matching.Resource,
+    pilot_reference: str,
+    rng: random.Random,
+    mode: str,
+) -> Claimed:
+    """Draw the UserPriority and claim a job of this TaskQueue for the resource."""
+    uniforms = [1.0 - rng.random() for _ in range(USER_PRIORITIES)]
+    owner_id = resource.owner_id if resource.private else None
+    if connection.vendor == "postgresql" and FOLD_DRAW:
+        fields = _claim_fields(resource, pilot_reference)
+        claimed, counts = _drawn_claim_postgresql(tq_id, uniforms, rng, mode, owner_id, fields)
+        if claimed.job is not None or not counts:
+            return claimed
+        waiting = claimed.waiting
+    else:
+        counts = _priority_counts(tq_id)
+        waiting = sum(counts.values())
+        if not counts:
+            return Claimed(None, 0)
+        if not _allowed(tq_id, owner_id):
+            return Claimed(None, waiting, allowed=False)
+        if max(counts) < USER_PRIORITIES:
+            priority = races.winning_user_priority(counts, uniforms, mode)
+            job = _claim(tq_id, priority, resource, pilot_reference, rng)
+            if job is not None:
+                return Claimed(job, waiting)
+            counts.pop(priority)
+    # The drawn priority had no free job (claimed meanwhile): draw among the others.
+    while counts:
+        priority = matching.draw_user_priority(counts, rng, mode)
+        job = _claim(tq_id, priority, resource, pilot_reference, rng)
+        if job is not None:
+            return Claimed(job, waiting)
+        counts.pop(priority)
+    return Claimed(None, waiting)
