@@ -17,7 +17,9 @@ def test_right_after_submitting_a_job_no_ce_can_take_the_page_says_so_first(
     api, users, submit, client, monkeypatch
 ):
     # A long-lived process: the matcher's TaskQueue cache is warm and not due for a refresh.
-    monkeypatch.setattr(match, "REFRESH_SECONDS", 3600.0)
+    from matcher import taskqueue_view
+
+    monkeypatch.setattr(taskqueue_view, "REFRESH_SECONDS", 3600.0)
     submit("alice", cpu_time=100)
     match.taskqueue_definitions()
     r = api(users["alice"]).post(URL, {"cpu_time": 100, "tags": ["4Procesors"]}, format="json")

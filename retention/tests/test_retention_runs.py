@@ -160,4 +160,4 @@ def test_the_retention_cycle_is_scheduled_run_by_the_operators_command_and_on_th
 
     client.force_login(users["admin"])
     page = client.get("/config/cycles/?kind=retention").content.decode()
-    assert "retention" in page and "&#x27;jobs&#x27;: 2" in page
+    assert "retention" in page and "<dt>jobs</dt><dd>2</dd>" in page
