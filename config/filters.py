@@ -9,6 +9,8 @@ cursor pagination, which would otherwise impose its own order.
 
 from __future__ import annotations
 
+import datetime
+
 import django_filters
 from django.core.exceptions import ValidationError
 from django.forms.utils import ErrorList
@@ -16,6 +18,19 @@ from django_filters.rest_framework import DjangoFilterBackend
 
 # Query parameters that paging and content negotiation read, not the filters.
 PAGING_PARAMETERS = frozenset({"page", "cursor", "page_size", "format"})
+
+
+class InstantFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 instant, compared in UTC: any offset a client writes (Python takes up to
+    ±23:59) names a valid instant, while PostgreSQL refuses offsets beyond ±15:59 (a 500)."""
+
+    def filter(self, qs, value):
+        if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+            try:
+                value = value.astimezone(datetime.UTC)
+            except OverflowError:  # year 1 at -23:59, year 9999 at +23:59
+                return qs.none()
+        return super().filter(qs, value)
 
 
 class StrictFilterSet(django_filters.FilterSet):

@@ -6,7 +6,7 @@ import django_filters
 from django import forms
 from django.db.models import Q
 
-from config.filters import StrictFilterSet
+from config.filters import InstantFilter, StrictFilterSet
 from matcher.models import Job, JobStatus, Pilot, PilotStatus, TaskQueue
 
 
@@ -40,10 +40,10 @@ class JobFilterSet(StrictFilterSet):
     task_queue = IdFilter(field_name="task_queue_id", label="TaskQueue")
     # The jobs a brokerage task generated (brokerage's TaskJob row, reached by its reverse name).
     task = IdFilter(field_name="task_job__task_id", label="Task")
-    created_after = django_filters.IsoDateTimeFilter(
+    created_after = InstantFilter(
         field_name="created", lookup_expr="gte", label="Submitted from", help_text="ISO 8601"
     )
-    created_before = django_filters.IsoDateTimeFilter(
+    created_before = InstantFilter(
         field_name="created", lookup_expr="lt", label="Submitted before", help_text="ISO 8601"
     )
     ordering = django_filters.OrderingFilter(

@@ -112,3 +112,15 @@ def test_taskqueues_order_by_priority_in_the_api(api, users, submit):
     r = api(users["alice"]).get("/api/v1/task-queues/?ordering=-priority")
     assert [t["priority"] for t in r.data["results"]] == [5.0, 3.0, 1.0]
     assert api(users["alice"]).get("/api/v1/task-queues/?ordering=waiting").status_code == 400
+
+
+def test_a_time_with_an_offset_postgresql_does_not_know_still_selects_by_that_instant(
+    api, users, submit
+):
+    job = submit("alice")
+    client = api(users["alice"])
+    # -19:53 is a valid ISO 8601 offset that PostgreSQL refuses as a time-zone displacement.
+    r = client.get("/api/v1/jobs/", {"created_after": "0311-11-26T03:14:26-19:53"})
+    assert r.status_code == 200 and [j["id"] for j in r.data["results"]] == [job.pk]
+    r = client.get("/api/v1/jobs/", {"created_before": "0311-11-26T03:14:26-19:53"})
+    assert r.status_code == 200 and r.data["results"] == []
