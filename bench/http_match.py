@@ -17,8 +17,12 @@ each driving its connections from one selector loop over raw sockets with the re
 built once (no HTTP library), reading the status line, Content-Length and the job id.
 
 Prints one JSON object per line (DESIGN §7):
-  http_matches_per_s             matches answered per second by the production server
+  http_matches_per_s             matches per second by the production server: 200 answers, each
+                                 a job claimed (a 204 "no job for you" is not a match)
   http_match_p50_ms, _p99_ms     their latency as a pilot sees it (send to last byte)
+  http_empty_answers             204 answers in the timed windows of every server, with the
+                                 status breakdown and the jobs the pilots could still take (the
+                                 world is sized so that it never runs out: expect 0)
   http_duplicates                jobs handed out twice, counted by the clients and checked in
                                  the database (jobs sent to the bench's pilots and their
                                  history rows of moves to sent)
@@ -87,7 +91,25 @@ def build_world(jobs: int, seed: int) -> dict:
     waiting = Job.objects.filter(status="activated").count()
     if waiting < jobs:
         raise SystemExit(f"{waiting} waiting jobs loaded, expected {jobs}")
-    return {"jobs": waiting, "taskqueues": TaskQueue.objects.count()}
+    return {"jobs": waiting, "taskqueues": TaskQueue.objects.count(), "eligible": eligible()}
+
+
+def eligible() -> int:
+    """Waiting jobs the bench's pilots may take (their site and CE, the generic credential): if
+    the run claimed them all, later answers would be 204s, cheaper than matches."""
+    from matcher import match
+    from matcher.api.resources import ResourceDescriptionSerializer
+    from matcher.models import TaskQueueJob
+    from shares.models import User
+
+    described = ResourceDescriptionSerializer(data=HTTP_BODY, context={"claim": True})
+    described.is_valid(raise_exception=True)
+    match.invalidate_cache()  # the servers claimed and dropped TaskQueues since the last look
+    ids = [
+        tq.id
+        for tq in match.matching_taskqueues(described.resource(User.objects.get(username="pilot")))
+    ]
+    return TaskQueueJob.objects.filter(task_queue_id__in=ids).count()
 
 
 # --- the servers ------------------------------------------------------------------------------
@@ -260,13 +282,13 @@ def pilots(port, token, references, start_at, warmup, seconds, out) -> None:
             conn["buf"] = buf[head_end + 4 + length :]
             finished = now + perf_offset
             if window_start <= finished < window_end:
-                times.append((now - conn["sent"]) * 1000)
-                done_at.append(finished)
                 statuses[status] = statuses.get(status, 0) + 1
+                if status == 200:  # a match is a job claimed: 204s are timed apart, not here
+                    times.append((now - conn["sent"]) * 1000)
+                    done_at.append(finished)
             if status == 200:
                 jobs.append(_job_id(body))
             elif status != 204:
-                statuses[status] = statuses.get(status, 0) + 1
                 out.put(("error", status, body[:500].decode(errors="replace")))
             if finished >= window_end:
                 sel.unregister(conn["sock"])
@@ -343,7 +365,7 @@ def run_round(kind: str, label: str, port: int, env: dict, token: str, warmup, s
             raise
         finally:
             stop_server(server)
-    n = len(seen["times"])
+    n = len(seen["times"])  # 200 answers in the window: jobs claimed
     elapsed = seconds
     return {
         "rate": n / elapsed,
@@ -455,6 +477,7 @@ def main() -> None:
             context = {
                 "jobs": world["jobs"],
                 "taskqueues": world["taskqueues"],
+                "eligible_jobs": world["eligible"],
                 "scale": args.scale,
                 "db": connection.vendor,
                 **machine_context(),
@@ -470,6 +493,20 @@ def main() -> None:
             report(rounds, context)
         finally:
             shutil.rmtree(static_root, ignore_errors=True)
+            _wait_for_backends()
+
+
+def _wait_for_backends(timeout: float = 30.0) -> None:
+    """Nothing may hold a session on the throw-away database when it is dropped ("being
+    accessed by other users"): this process's matcher housekeeping thread (started by the
+    world's loading) keeps one until stopped; PostgreSQL ends a stopped server's sessions a
+    moment after it exits."""
+    from matcher import housekeeping
+
+    housekeeping.housekeeper.stop()
+    deadline = time.monotonic() + timeout
+    while _backends() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def report(rounds: dict, context: dict) -> None:
@@ -511,6 +548,22 @@ def report(rounds: dict, context: dict) -> None:
         [j for r in every for j in r["jobs"]], [ref for r in every for ref in r["refs"]]
     )
     emit("http_duplicates", check.pop("duplicates"), "jobs", **check, **common)
+    statuses = {
+        kind: {str(k): sum(r["statuses"].get(k, 0) for r in rs) for k in (200, 204)}
+        for kind, rs in rounds.items()
+    }
+    left = eligible()
+    emit(
+        "http_empty_answers",
+        sum(s["204"] for s in statuses.values()),
+        "answers",
+        statuses=statuses,
+        eligible_jobs_before=context["eligible_jobs"],
+        eligible_jobs_left=left,
+        **context,
+    )
+    if not left:
+        log("the pilots took every job they could: 204s, not matches, ended the run")
     for kind in kinds[1:]:
         rs = rounds[kind]
         emit(

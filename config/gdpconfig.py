@@ -33,6 +33,11 @@ INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST, JSON = (
 KINDS = (INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST, JSON)
 
 
+# The API's limit on JSON nesting (config.api.codec.MAX_DEPTH), for values typed as text too:
+# checked before json.loads, which recurses and raised RecursionError (a 500) on "[" * 10**5.
+MAX_DEPTH = 64
+
+
 class ConfigError(ValueError):
     """A value that does not fit its parameter; `field` names the parameter."""
 
@@ -117,6 +122,7 @@ def _coerce_kind(p: Param, raw: Any) -> Any:
             raise ConfigError(p.name, f"expected text, got {type(raw).__name__}")
         return raw.strip()
     if kind == JSON:
+        _check_depth(p.name, raw)
         if isinstance(raw, str):
             try:
                 return json.loads(raw, parse_constant=_no_constant)
@@ -130,6 +136,7 @@ def _coerce_kind(p: Param, raw: Any) -> Any:
             return raw
         raise ConfigError(p.name, f"expected a JSON object, got {type(raw).__name__}")
     if kind in (INT_LIST, STR_LIST):
+        _check_depth(p.name, raw)
         items = raw
         if isinstance(raw, str):
             text = raw.strip()
@@ -148,6 +155,46 @@ def _coerce_kind(p: Param, raw: Any) -> Any:
             raise ConfigError(p.name, "expected a list of text values")
         return [item.strip() for item in items]
     raise ConfigError(p.name, f"unknown parameter type {kind!r}")
+
+
+def _check_depth(name: str, raw: Any) -> None:
+    """Refuse JSON text, or a parsed value, nested deeper than MAX_DEPTH; iterative, so any
+    depth is safe to check."""
+    if isinstance(raw, str):
+        if raw.count("[") + raw.count("{") <= MAX_DEPTH:
+            return
+        depth, in_string, escaped = 0, False, False
+        for ch in raw:
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == '"':
+                    in_string = False
+            elif ch == '"':
+                in_string = True
+            elif ch in "[{":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    break
+            elif ch in "]}":
+                depth -= 1
+        else:
+            return
+    elif isinstance(raw, (dict, list)):
+        todo = [(raw, 1)]
+        while todo:
+            value, depth = todo.pop()
+            if depth > MAX_DEPTH:
+                break
+            items = value.values() if isinstance(value, dict) else value
+            todo.extend((v, depth + 1) for v in items if isinstance(v, (dict, list)))
+        else:
+            return
+    else:
+        return
+    raise ConfigError(name, f"nested too deeply (at most {MAX_DEPTH} levels)")
 
 
 def _no_constant(name: str):

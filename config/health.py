@@ -11,10 +11,14 @@ host without workers still sees whether some worker cluster runs the cycles.
               (stale past 2 intervals + CYCLE_GRACE); one that has not run yet is "pending" and
               healthy while the cluster is alive and it has not failed
 200 when everything is healthy, 503 with `failing` naming what is not.
+Anyone may ask (load balancers send no credentials), so a database error is answered as
+"database unreachable"; its text (host, address, port) is logged, and shown only to staff and
+to the addresses in METRICS_ALLOWED_ADDRESSES.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import timedelta
 
@@ -29,6 +33,8 @@ from config import clock
 from config.cycles import CYCLES
 from config.models import CycleRun
 from config.schedules import SCHEDULES
+
+logger = logging.getLogger(__name__)
 
 CLUSTER_GRACE = timedelta(seconds=120)
 CYCLE_GRACE = timedelta(seconds=60)
@@ -98,16 +104,25 @@ def health() -> tuple[bool, dict]:
     try:
         report["database"] = check_database()
     except DatabaseError as exc:
-        report["database"] = {"ok": False, "error": str(exc).strip().splitlines()[0][:200]}
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        logger.warning("healthz: database unreachable: %s", detail)
+        report["database"] = {"ok": False, "error": "database unreachable", "detail": detail}
         return False, {**report, "failing": ["database"]}
     report["migrations"] = check_migrations()
-    report["cluster"] = check_cluster(timezone.now())
-    now = clock.now()
-    report["cycles"] = {
-        kind: check_cycle(kind, minutes, now, report["cluster"]["ok"])
-        for kind, minutes in SCHEDULES.items()
-        if kind in CYCLES
-    }
+    try:
+        report["cluster"] = check_cluster(timezone.now())
+        now = clock.now()
+        report["cycles"] = {
+            kind: check_cycle(kind, minutes, now, report["cluster"]["ok"])
+            for kind, minutes in SCHEDULES.items()
+            if kind in CYCLES
+        }
+    except DatabaseError:
+        if report["migrations"]["ok"]:
+            raise
+        # Before `migrate` the tables these read may not exist: the migrations say why.
+        report["cluster"] = {"ok": False, "error": "not readable before migrations"}
+        report["cycles"] = {}
     failing = [name for name in ("migrations", "cluster") if not report[name]["ok"]]
     failing += [f"cycle:{kind}" for kind, c in report["cycles"].items() if not c["ok"]]
     return not failing, {**report, "failing": failing}
@@ -119,6 +134,19 @@ def health() -> tuple[bool, dict]:
 def healthz(request):
     """Load balancers and monitors ask without credentials: nothing secret is in the answer."""
     healthy, report = health()
+    if "detail" in report["database"] and not _may_see_details(request):
+        del report["database"]["detail"]
     return JsonResponse(
         {"status": "ok" if healthy else "unhealthy", **report}, status=200 if healthy else 503
     )
+
+
+def _may_see_details(request) -> bool:
+    from config.metrics import _address_allowed, _staff
+
+    if _address_allowed(request.META.get("REMOTE_ADDR", "")):
+        return True
+    try:
+        return bool(_staff(request))
+    except DatabaseError:  # the user is in the database that just failed: not known to be staff
+        return False

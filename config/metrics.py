@@ -7,7 +7,8 @@ Two kinds of figures:
   one scrape of a host is the whole host;
 - state of the installation, read from the database at scrape time (the same on every host,
   whichever process ran the work): waiting jobs, TaskQueues, pilots by status, cycle runs and
-  durations per kind and status, the age of each cycle's last success.
+  their durations per kind and status over the last RECENT_HOURS (gauges: retention deletes
+  old runs), the age of each cycle's last success.
 Readable by staff (token or session) and by the addresses in METRICS_ALLOWED_ADDRESSES.
 """
 
@@ -16,10 +17,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import time
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.db.models import Count, F, Max, Sum
+from django.db.models import Avg, Count, Max, Sum
 from django.http import HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -31,7 +33,9 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
+from prometheus_client.core import GaugeMetricFamily
+
+RECENT_HOURS = 24  # the window of the cycle-run gauges
 
 _LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 
@@ -108,33 +112,42 @@ class DatabaseCollector:
             pilots.add_metric([status], n)
         yield pilots
 
-        runs = CounterMetricFamily(
-            "gridwms_cycle_runs",
-            "Cycle runs recorded, by kind and status.",
-            labels=["kind", "status"],
-        )
-        durations = SummaryMetricFamily(
-            "gridwms_cycle_duration_seconds",
-            "Durations of finished cycle runs, by kind and status.",
-            labels=["kind", "status"],
-        )
-        rows = (
-            CycleRun.objects.values_list("kind", "status")
-            .annotate(
-                n=Count("id"), done=Count("finished"), total=Sum(F("finished") - F("started"))
-            )
-            .order_by()
-        )
-        for kind, status, n, done, total in rows:
-            runs.add_metric([kind, status], n)
-            if done:
-                durations.add_metric([kind, status], done, total.total_seconds() if total else 0.0)
-        yield runs
-        yield durations
-
+        # Gauges over a window, not counters: the retention cycle deletes old CycleRun rows, so
+        # a count of all rows would go down, which Prometheus reads as a counter reset.
         from config import clock
 
         now = clock.now()
+        window = f"in the last {RECENT_HOURS} hours"
+        runs = GaugeMetricFamily(
+            "gridwms_cycle_runs_recent",
+            f"Cycle runs started {window}, by kind and status.",
+            labels=["kind", "status"],
+        )
+        mean = GaugeMetricFamily(
+            "gridwms_cycle_recent_mean_duration_seconds",
+            f"Mean duration (real seconds) of cycle runs started {window} and finished.",
+            labels=["kind", "status"],
+        )
+        longest = GaugeMetricFamily(
+            "gridwms_cycle_recent_max_duration_seconds",
+            f"Longest duration (real seconds) of cycle runs started {window} and finished.",
+            labels=["kind", "status"],
+        )
+        rows = (
+            CycleRun.objects.filter(started__gte=now - timedelta(hours=RECENT_HOURS))
+            .values_list("kind", "status")
+            .annotate(n=Count("id"), avg=Avg("real_seconds"), top=Max("real_seconds"))
+            .order_by()
+        )
+        for kind, status, n, avg, top in rows:
+            runs.add_metric([kind, status], n)
+            if avg is not None:
+                mean.add_metric([kind, status], avg)
+                longest.add_metric([kind, status], top)
+        yield runs
+        yield mean
+        yield longest
+
         age = GaugeMetricFamily(
             "gridwms_cycle_last_success_age_seconds",
             "Seconds since each scheduled cycle last succeeded (absent: never).",

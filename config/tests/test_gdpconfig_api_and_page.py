@@ -27,6 +27,27 @@ def test_a_value_of_the_wrong_type_answers_400_naming_the_field(api, users):
     assert not ParameterValue.objects.exists()
 
 
+def test_a_value_nested_too_deeply_answers_400_naming_the_field_not_500(api, users):
+    # Text that json.loads would recurse into until RecursionError, for a JSON and a list type.
+    admin = api(users["admin"])
+    for name in ("SubmitPoolBackends", "CPUSegments"):
+        r = admin.patch(f"/api/v1/config/{name}/", {"value": "[" * 100_000}, format="json")
+        assert r.status_code == 400, (name, r.status_code)
+        assert "nested too deeply" in str(r.data["value"])
+    assert not ParameterValue.objects.exists()
+
+
+def test_json_text_is_held_to_the_api_depth_limit_of_64_levels(api, users):
+    admin = api(users["admin"])
+    deep = "[" * 65 + "]" * 65
+    r = admin.patch("/api/v1/config/SubmitPoolBackends/", {"value": deep}, format="json")
+    assert r.status_code == 400 and "nested too deeply" in str(r.data["value"])
+    # Brackets inside strings are text, not nesting.
+    ok = '{"gLite": "simulated", "note[": "' + "[" * 100 + '"}'
+    r = admin.patch("/api/v1/config/SubmitPoolBackends/", {"value": ok}, format="json")
+    assert "nested too deeply" not in str(r.data)
+
+
 def test_an_unknown_parameter_answers_404(api, users):
     assert api(users["admin"]).get("/api/v1/config/Nope/").status_code == 404
 
@@ -71,6 +92,18 @@ def test_a_bad_value_on_the_page_is_shown_next_to_its_field_and_not_stored(clien
     html = r.content.decode()
     start = html.index('id="param-CPUSegments"')
     assert "strictly increasing" in html[start : html.index("</form>", start)]
+    assert not ParameterValue.objects.exists()
+
+
+def test_a_value_nested_too_deeply_on_the_page_is_shown_next_to_its_field(client, users):
+    client.force_login(users["admin"])
+    r = client.post(
+        "/config/", {"name": "SubmitPoolBackends", "SubmitPoolBackends-value": "[" * 100_000}
+    )
+    assert r.status_code == 200
+    html = r.content.decode()
+    start = html.index('id="param-SubmitPoolBackends"')
+    assert "nested too deeply" in html[start : html.index("</form>", start)]
     assert not ParameterValue.objects.exists()
 
 

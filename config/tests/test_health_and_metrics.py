@@ -28,9 +28,11 @@ def scheduled(db):
     call_command("setup_schedules", stdout=open(os.devnull, "w"))
 
 
-def ran(kind, status="success", minutes_ago=0.0):
+def ran(kind, status="success", minutes_ago=0.0, seconds=None):
     at = clock.now() - timedelta(minutes=minutes_ago)
-    return CycleRun.objects.create(kind=kind, status=status, started=at, finished=at)
+    return CycleRun.objects.create(
+        kind=kind, status=status, started=at, finished=at, real_seconds=seconds
+    )
 
 
 # --- /healthz ---------------------------------------------------------------------------------
@@ -87,16 +89,97 @@ def test_healthz_needs_schedules(client, db):
     assert "setup_schedules" in response.json()["cluster"]["error"]
 
 
+class _Unreachable:
+    """A connection whose server is down, as psycopg reports it: host and address included."""
+
+    def cursor(self):
+        from django.db import OperationalError
+
+        raise OperationalError(
+            'connection failed: connection to server at "10.9.8.7", port 5432 failed: '
+            "Connection refused\n\tIs the server running on that host?"
+        )
+
+
+def test_healthz_answers_503_naming_the_database_when_it_is_unreachable(
+    client, scheduled, monkeypatch, caplog
+):
+    from config import health
+
+    monkeypatch.setattr(health, "connection", _Unreachable())
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unhealthy" and body["failing"] == ["database"]
+    assert body["database"] == {"ok": False, "error": "database unreachable"}
+    # Anyone may ask: the server's address and the driver's text are logged, not answered.
+    assert "10.9.8.7" not in response.content.decode()
+    assert "10.9.8.7" in caplog.text
+
+
+def test_healthz_shows_staff_why_the_database_is_unreachable(client, users, scheduled, monkeypatch):
+    from config import health
+
+    monkeypatch.setattr(health, "connection", _Unreachable())
+    client.force_login(users["admin"])
+    body = client.get("/healthz").json()
+    assert body["database"]["error"] == "database unreachable"
+    assert "10.9.8.7" in body["database"]["detail"]
+    client.force_login(users["alice"])
+    assert "detail" not in client.get("/healthz").json()["database"]
+
+
+def _unapplied(monkeypatch):
+    from django.db.migrations import Migration
+    from django.db.migrations.executor import MigrationExecutor
+
+    from config import health
+
+    monkeypatch.setattr(health, "_migrated", False)
+    monkeypatch.setattr(
+        MigrationExecutor,
+        "migration_plan",
+        lambda self, targets: [(Migration("0999_not_yet", "matcher"), False)],
+    )
+
+
+def test_healthz_answers_503_naming_the_migrations_left_to_apply(client, scheduled, monkeypatch):
+    _unapplied(monkeypatch)
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["failing"] == ["migrations"]
+    assert body["migrations"] == {"ok": False, "unapplied": ["matcher.0999_not_yet"]}
+
+
+def test_healthz_before_migrate_answers_503_naming_the_migrations_not_500(client, db, monkeypatch):
+    from django.db import ProgrammingError
+
+    from config import health
+
+    _unapplied(monkeypatch)
+
+    def no_table(now):
+        raise ProgrammingError('relation "django_q_schedule" does not exist')
+
+    monkeypatch.setattr(health, "check_cluster", no_table)
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["failing"] == ["migrations", "cluster"]
+
+
 # --- /metrics ---------------------------------------------------------------------------------
 
 
-def scrape(client, user) -> dict:
+def scrape(client, user, types=None) -> dict:
     token = Token.objects.get_or_create(user=user)[0].key
     response = client.get("/metrics", HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/plain")
     samples = {}
     for family in text_string_to_metric_families(response.content.decode()):
+        if types is not None:
+            types[family.name] = family.type
         for s in family.samples:
             samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
     return samples
@@ -135,7 +218,9 @@ def test_metrics_time_requests_by_route_pattern(client, api, users):
 def test_metrics_report_the_installations_state_from_the_database(client, users, submit):
     submit("alice", cpu_time=100)
     submit("bob", cpu_time=200)
-    ran("director")
+    ran("director", seconds=1.0)
+    ran("director", minutes_ago=1, seconds=3.0)
+    ran("director", minutes_ago=25 * 60, seconds=100.0)  # outside the 24-hour window
     ran("director", status="failed")
     samples = scrape(client, users["admin"])
     from matcher.models import Job, Pilot, TaskQueue
@@ -145,15 +230,29 @@ def test_metrics_report_the_installations_state_from_the_database(client, users,
     for status in set(Pilot.objects.values_list("status", flat=True)):
         expected = Pilot.objects.filter(status=status).count()
         assert samples[("gridwms_pilots", (("status", status),))] == expected
-    assert samples[("gridwms_cycle_runs_total", (("kind", "director"), ("status", "failed")))] == 1
-    assert (
-        samples[
-            ("gridwms_cycle_duration_seconds_count", (("kind", "director"), ("status", "success")))
-        ]
-        == 1
-    )
+    director = (("kind", "director"), ("status", "success"))
+    assert samples[("gridwms_cycle_runs_recent", (("kind", "director"), ("status", "failed")))] == 1
+    assert samples[("gridwms_cycle_runs_recent", director)] == 2  # not the one of 25 hours ago
+    assert samples[("gridwms_cycle_recent_mean_duration_seconds", director)] == 2.0
+    assert samples[("gridwms_cycle_recent_max_duration_seconds", director)] == 3.0
     assert samples[("gridwms_cycle_last_success_age_seconds", (("kind", "director"),))] < 60
     assert samples[("gridwms_cycle_interval_seconds", (("kind", "timeouts"),))] == 300
+
+
+def test_cycle_run_figures_are_gauges_as_retention_deleting_old_runs_makes_them_go_down(
+    client, users
+):
+    for minutes_ago in (0, 30 * 60):
+        ran("director", minutes_ago=minutes_ago, seconds=1.0)
+    types = {}
+    before = scrape(client, users["admin"], types)
+    CycleRun.objects.filter(started__lt=clock.now() - timedelta(days=1)).delete()  # retention
+    after = scrape(client, users["admin"])
+    key = ("gridwms_cycle_runs_recent", (("kind", "director"), ("status", "success")))
+    assert before[key] == after[key] == 1  # the window never held the deleted run
+    cycle_families = {name: t for name, t in types.items() if name.startswith("gridwms_cycle_")}
+    assert set(cycle_families.values()) == {"gauge"}, cycle_families
+    assert not [n for n, _ in before if n.startswith("gridwms_cycle_") and n.endswith("_total")]
 
 
 def test_metrics_are_for_staff_tokens_and_listed_addresses_only(client, users):
