@@ -23,9 +23,11 @@ Prints one JSON object per line (DESIGN §7):
 On PostgreSQL the SQLite part runs last, at small size, in a child process with its own
 temporary file. Everything happens in throw-away databases that are dropped at the end.
 
-The grid's own shapes (bench/match_grid.py): `--shape many-small` (10,000 jobs in ~3,600
-TaskQueues), `--shape wide` (1,000,000 jobs in 5,000 TaskQueues), 1,000 serial matches over
-twenty resource descriptions; `--churn` (with --shape many-small) four matcher processes while
+The grid's own shapes (bench/match_grid.py): `--shape many-small` (10,000 jobs in ~3,660
+TaskQueues), `--shape wide` (1,000,000 jobs in 5,000 TaskQueues), `--shape tq100|tq1000|tq4000`
+(100,000 jobs in 100, 1,000 or 4,000 TaskQueues), 1,000 serial matches over twenty resource
+descriptions; `--dump-world FILE` writes such a world for bench/dirac_tqdb.py. `--churn` (with
+--shape many-small) four matcher processes for 60 s at full scale (--seconds to change) while
 TaskQueues are created at 20/s and the priorities cycle runs every 10 s.
 """
 
@@ -46,6 +48,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import match_grid
 from _common import ROOT, emit, throwaway_database
 
 
@@ -679,9 +682,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="override how long the processes run")
     parser.add_argument(
         "--shape",
-        choices=["few-large", "many-small", "wide"],
+        choices=["few-large", *match_grid.SHAPE_NAMES],
         default="few-large",
-        help="few-large: the world above; many-small, wide: see bench/match_grid.py",
+        help="few-large: the world above; the others: see bench/match_grid.py",
     )
     parser.add_argument(
         "--churn", action="store_true", help="four matchers while TaskQueues come and go"
@@ -697,11 +700,11 @@ def main() -> None:
     phases = [p for p in args.phases.split(",") if p]
     if unknown := set(phases) - set(PHASES):
         parser.error(f"unknown phases {sorted(unknown)}")
+    if args.dump_world and (args.churn or args.shape == "few-large"):
+        parser.error("--dump-world writes the world of a --shape other than few-large, no --churn")
     if args.shape != "few-large" or args.churn:
-        import match_grid
-
         shape = "many-small" if args.shape == "few-large" else args.shape
-        seconds = (args.seconds or SCALES[args.scale].seconds) if args.churn else None
+        seconds = (args.seconds or match_grid.CHURN_SECONDS[args.scale]) if args.churn else None
         match_grid.run(shape, args.scale, args.seed, seconds, database_env, args.dump_world)
         return
     scale = SCALES[args.scale]
@@ -735,8 +738,6 @@ def main() -> None:
                     log(phase)
                     steps[phase]()
         finally:
-            import match_grid
-
             match_grid.settle(stop=True)  # the housekeeping thread's connection, before the drop
     if postgresql and "procs" in phases and not args.no_sqlite:
         log("the SQLite part")

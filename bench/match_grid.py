@@ -1,20 +1,33 @@
-"""The matcher at a real grid's shape (bench/match.py --shape many-small | wide, --churn).
+"""The matcher at a real grid's shape (bench/match.py --shape NAME, --churn).
 
-many-small  10,000 waiting jobs in about 3,600 TaskQueues (Poisson, ~2.7 jobs each; at least
-            3,500 hold jobs), owned by 55 users of the three groups, priorities computed.
+many-small  10,000 waiting jobs in about 3,660 TaskQueues (1,000 requirement sets x 4 CPU
+            segments, Poisson ~2.5 jobs each: at least 3,500 hold jobs), owned by 55 users of
+            the three groups, priorities computed.
 wide        1,000,000 waiting jobs in 5,000 TaskQueues (200 each).
+tq100, tq1000, tq4000
+            100,000 waiting jobs in 100, 1,000 and 4,000 TaskQueues: the other rows of issue
+            21's table (DIRAC's side: --dump-world FILE, then bench/dirac_tqdb.py FILE).
+The world is built, then its TaskQueues counted (each holds jobs: the load drops the empty
+ones); fewer than the shape states stops the bench. Every template has jobs in every CPU
+segment, whatever CE takes them, so that each makes 4 TaskQueues.
 Twenty resource descriptions: five named sites (and a CE of each) x every CPU segment,
 platforms and tags a CE's own or ANY, alternately. 1,000 serial matches over them, each
 claiming a job, after one untimed match per resource; then 1,000 more alternating the folded
 claim (draw and claim in one statement) with the two-statement one, to show what folding pays.
 
---churn (many-small shape, three times the jobs so that nobody runs dry): four matcher
-processes match for `seconds`; meanwhile a submitter creates new TaskQueues at 20 per second
-(each with 1-5 jobs) and the priorities cycle runs every 10 s in a process of its own.
+--churn (many-small shape with three times the TaskQueues, and CHURN_JOBS_PER_S jobs per second
+of the run, at least three times the shape's, so that nobody runs dry: ~6 jobs per TaskQueue
+at 60 s): four matcher processes match for `seconds` (CHURN_SECONDS: 60 at full scale, so that
+several priorities cycles and the view's 60 s audit fall inside the measured window);
+meanwhile a submitter creates new TaskQueues at 20 per second (each with 1-5 jobs) and the
+priorities cycle runs every 10 s in a process of its own.
 
 Metrics (JSON lines): match_p50_ms, match_p99_ms, matches_per_s, duplicates,
 taskqueue_full_reloads (counted by the matchers themselves, after their warm-up), and for the
-serial runs claim_fold_speedup (two-statement p50 / folded p50, side by side).
+serial runs claim_fold_speedup (two-statement p50 / folded p50, side by side). Every line
+carries the world's `jobs` and `taskqueues`. `duplicates` is the larger of what the clients'
+lists and the database say (jobs with more than one move to sent), with `consistent`: the
+database's sent jobs and history rows are exactly the clients' claims.
 """
 
 from __future__ import annotations
@@ -41,14 +54,24 @@ REF = "bench-grid"
 class Shape:
     jobs: int
     templates: int  # x 4 CPU segments = TaskQueues offered to the jobs
+    min_taskqueues: int  # the TaskQueues that hold jobs once loaded, at least
 
 
 SHAPES = {
-    ("many-small", "full"): Shape(jobs=10_000, templates=960),
-    ("many-small", "small"): Shape(jobs=3_000, templates=290),
-    ("wide", "full"): Shape(jobs=1_000_000, templates=1_250),
-    ("wide", "small"): Shape(jobs=50_000, templates=250),
+    ("many-small", "full"): Shape(jobs=10_000, templates=1_000, min_taskqueues=3_500),
+    ("many-small", "small"): Shape(jobs=3_000, templates=300, min_taskqueues=1_000),
+    ("wide", "full"): Shape(jobs=1_000_000, templates=1_250, min_taskqueues=5_000),
+    ("wide", "small"): Shape(jobs=50_000, templates=250, min_taskqueues=1_000),
+    ("tq100", "full"): Shape(jobs=100_000, templates=25, min_taskqueues=100),
+    ("tq100", "small"): Shape(jobs=25_000, templates=25, min_taskqueues=100),
+    ("tq1000", "full"): Shape(jobs=100_000, templates=250, min_taskqueues=1_000),
+    ("tq1000", "small"): Shape(jobs=25_000, templates=250, min_taskqueues=1_000),
+    ("tq4000", "full"): Shape(jobs=100_000, templates=1_000, min_taskqueues=4_000),
+    ("tq4000", "small"): Shape(jobs=25_000, templates=1_000, min_taskqueues=3_950),
 }
+SHAPE_NAMES = sorted({name for name, _scale in SHAPES})
+CHURN_SECONDS = {"small": 12.0, "full": 60.0}  # the run's default length, by scale
+CHURN_JOBS_PER_S = 1_200  # jobs loaded per second of churn (more than 4 matchers take)
 
 
 def log(message: str) -> None:
@@ -127,6 +150,9 @@ def templates(rng: random.Random, count: int) -> list:
         key = (t.owner_id, t.owner_group_id, json.dumps(t.requirements, sort_keys=True))
         if key not in seen:
             seen.add(key)
+            # Jobs in every CPU segment, whatever CE takes them (as bench/match.py): a template
+            # kept below its top segment would fill fewer than its 4 TaskQueues.
+            t.top_segment = None
             picked.append(t)
             if len(picked) == count:
                 return picked
@@ -145,10 +171,17 @@ def build(shape: Shape, seed: int) -> dict:
         shape.jobs, seed=seed, batch_size=50_000, templates=templates(rng, shape.templates)
     )
     recompute_priorities()
-    return {
+    world = {
         "jobs": TaskQueueJob.objects.count(),
         "taskqueues": TaskQueue.objects.count(),
+        "taskqueues_with_jobs": TaskQueueJob.objects.values("task_queue_id").distinct().count(),
     }
+    if world["jobs"] != shape.jobs or world["taskqueues_with_jobs"] < shape.min_taskqueues:
+        raise SystemExit(
+            f"the world has {world}: expected {shape.jobs} jobs in at least "
+            f"{shape.min_taskqueues} TaskQueues"
+        )
+    return world
 
 
 def dump_world(path: str) -> None:
@@ -284,7 +317,7 @@ def serial(context: dict) -> None:
     emit("matches_per_s", len(times) / elapsed, "matches/s", serial=True, **cpu_context, **extra)
     emit("taskqueue_full_reloads", reloads, "reloads", after_warmup=True, **extra)
     settle()
-    emit("duplicates", len(claimed) - len(set(claimed)), "jobs", **db_check(claimed, REF), **extra)
+    emit_duplicates(claimed, f"{REF}-serial", extra)  # not the warm-up's claims
 
     # The folded claim against the two statements, alternating, on the same world.
     try:
@@ -332,13 +365,40 @@ def backend_cpu_seconds(pid: int | None) -> float | None:
 
 
 def db_check(claimed: list[int], prefix: str) -> dict:
-    from matcher.models import Job, JobStatusHistory
+    """What the database says about the claims of the pilots named `prefix`...: the jobs sent
+    to them and the history rows of moves to sent (a job handed out twice has two), next to the
+    clients' own lists. `duplicates` is the larger count of jobs handed out twice."""
+    from django.db.models import Count
 
-    sent = Job.objects.filter(status="sent", pilot_reference__startswith=prefix)
-    history = JobStatusHistory.objects.filter(
-        to_status="sent", job__pilot_reference__startswith=prefix
+    from matcher.models import Job, JobStatus, JobStatusHistory
+
+    sent = Job.objects.filter(status=JobStatus.SENT, pilot_reference__startswith=prefix).count()
+    moves = (
+        JobStatusHistory.objects.filter(
+            to_status=JobStatus.SENT, job__pilot_reference__startswith=prefix
+        )
+        .values("job_id")
+        .annotate(n=Count("id"))
     )
-    return {"claimed": len(claimed), "db_sent": sent.count(), "db_sent_history": history.count()}
+    history = sum(m["n"] for m in moves)
+    db_duplicates = sum(m["n"] - 1 for m in moves)
+    distinct = len(set(claimed))
+    return {
+        "duplicates": max(len(claimed) - distinct, db_duplicates),
+        "claimed": len(claimed),
+        "distinct": distinct,
+        "db_sent": sent,
+        "db_sent_history": history,
+        "db_duplicates": db_duplicates,
+        "consistent": sent == distinct and history == len(claimed) and db_duplicates == 0,
+    }
+
+
+def emit_duplicates(claimed: list[int], prefix: str, extra: dict) -> None:
+    check = db_check(claimed, prefix)
+    emit("duplicates", check.pop("duplicates"), "jobs", **check, **extra)
+    if not check["consistent"]:
+        log(f"the database disagrees with the clients' claims: {check}")
 
 
 # --- churn -------------------------------------------------------------------------------------
@@ -530,6 +590,7 @@ def churn(env: dict, duration: float, context: dict) -> None:
             {k: v for k, v in r[7].items() if k.startswith("housekeeping")} for r in matchers
         ],
         "changes_applied": [r[7].get("taskqueue_changes_applied", 0) for r in matchers],
+        "audits": [r[7].get("taskqueue_audits", 0) for r in matchers],
         "churn": True,
         **context,
     }
@@ -540,13 +601,7 @@ def churn(env: dict, duration: float, context: dict) -> None:
     emit(
         "taskqueue_full_reloads", sum(r[6] for r in matchers), "reloads", after_warmup=True, **extra
     )
-    emit(
-        "duplicates",
-        len(claimed) - len(set(claimed)),
-        "jobs",
-        **db_check(claimed, f"{REF}-churn-"),
-        **extra,
-    )
+    emit_duplicates(claimed, f"{REF}-churn-", extra)
 
 
 def run(
@@ -578,11 +633,17 @@ def run(
             finally:
                 settle(stop=True)
         return
-    big = Shape(jobs=shape.jobs * 3, templates=shape.templates * 3)
+    # Three times the shape's TaskQueues, and jobs enough for the run (matchers that ran dry
+    # would time empty answers): at 60 s, 72,000 jobs in ~12,000 TaskQueues of ~6 each.
+    big = Shape(
+        jobs=max(shape.jobs * 3, round(CHURN_JOBS_PER_S * churn_seconds)),
+        templates=shape.templates * 3,
+        min_taskqueues=shape.min_taskqueues * 3,
+    )
     with throwaway_database("grid_churn"):
         from django.db import connection
 
-        log(f"loading {big.jobs} jobs for the churn")
+        log(f"loading {big.jobs} jobs in {big.templates * 4} TaskQueue slots for the churn")
         world = build(big, seed)
         settle(stop=True)  # the load's marks: this process matches no more
         log(f"loaded: {world}")

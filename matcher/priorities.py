@@ -61,7 +61,7 @@ def _write_priorities(priorities: dict[int, float]) -> None:
         return
     table = TaskQueue._meta.db_table
     items = sorted(priorities.items())  # one lock order for concurrent recomputes
-    now = clock.now()
+    now = changelog.now()  # the change log's real time, not the simulated grid's
     with transaction.atomic(), connection.cursor() as cur:
         for start in range(0, len(items), 5000):
             chunk = items[start : start + 5000]

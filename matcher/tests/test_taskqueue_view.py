@@ -4,15 +4,18 @@ to a wrong claim. `other` is a second view, as another process would hold: it le
 through the log."""
 
 import random
+from datetime import timedelta
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from config import clock
+from config.models import SimulationClock
 from matcher import changelog, claims, match, races, services, taskqueue_view
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueue, TaskQueueChange
-from matcher.priorities import recompute_priorities
+from matcher.priorities import priorities_cycle, recompute_priorities
 from shares.models import GridGroup
 
 CERN = Resource(site="LCG.CERN.ch", grid_ce="ce503.cern.ch", setup="any", cpu_time=86400)
@@ -123,14 +126,42 @@ def test_a_view_behind_a_trimmed_log_reloads_and_one_up_to_date_does_not(world, 
     behind.refresh()
     fresh = submit("bob", cpu_time=100)
     current.refresh()
-    clock.advance(changelog.RETENTION.total_seconds() + 60)
-    with transaction.atomic():
-        assert changelog.trim() > 0
+    with transaction.atomic():  # as the cycle would, RETENTION of real time later
+        assert changelog.trim(timezone.now() + changelog.RETENTION + timedelta(seconds=60)) > 0
     current.refresh()
     behind.refresh()
     assert current.stats["taskqueue_full_reloads"] == 1
     assert behind.stats["taskqueue_full_reloads"] == 2
     assert fresh.task_queue_id in behind.tqs
+
+
+def test_the_log_keeps_real_time_while_the_simulated_clock_runs_fast(other, submit, settings):
+    """The change log is machinery, not grid time: stamped and trimmed by the wall clock. Under
+    `make run` the grid's clock runs 60 times faster; its RETENTION must still be real minutes,
+    or a process idle for ten real seconds would reload every TaskQueue."""
+    submit("alice", cpu_time=100)
+    other.refresh()
+    real = timezone.now()
+    settings.SIMULATED_CLOCK = True
+    SimulationClock.objects.create(
+        pk=1, running=True, speed=60, anchor_real=real - timedelta(hours=1), anchor_sim=real
+    )
+    clock.invalidate()
+    try:
+        assert clock.now() - timezone.now() > 50 * changelog.RETENTION  # 59 grid hours ahead
+        start = TaskQueueChange.objects.order_by("-seq").values_list("seq", flat=True).first()
+        fresh = submit("bob", cpu_time=100)
+        result = priorities_cycle()  # recomputes (and logs) priorities, then trims the log
+        assert result["trimmed_changes"] == 0
+        stamps = TaskQueueChange.objects.filter(seq__gt=start).values_list("at", flat=True)
+        assert stamps and all(abs(at - timezone.now()) < timedelta(minutes=1) for at in stamps)
+        other.refresh()
+        assert fresh.task_queue_id in other.tqs
+        assert other.stats["taskqueue_full_reloads"] == 1  # followed the log, no reload
+        with transaction.atomic():  # RETENTION of real time later, the same entries do go
+            assert changelog.trim(timezone.now() + changelog.RETENTION + timedelta(seconds=1)) > 0
+    finally:
+        clock.invalidate()
 
 
 def test_the_audit_repairs_a_change_that_bypassed_the_log(other, submit):
