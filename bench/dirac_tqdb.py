@@ -2,7 +2,17 @@
 
 Not part of the project or its tests: it runs in a virtualenv of its own with DIRAC installed
 (DIRAC 9.1.22 from PyPI, `mysqlclient`, and the few packages the TaskQueueDB imports), against
-a local MariaDB, on a world written by bench/match.py:
+a local MariaDB, on a world written by bench/match.py. A plain `pip install DIRAC` pulls in
+requirements that do not build here (gfal2-python); what the TaskQueueDB needs is:
+
+    apt-get install -y libmariadb-dev swig
+    python3 -m venv /tmp/dirac-venv
+    /tmp/dirac-venv/bin/pip install --no-deps DIRAC==9.1.22
+    /tmp/dirac-venv/bin/pip install DIRACCommon==9.1.22 diraccfg mysqlclient M2Crypto \
+        diracx-core diracx-client importlib_metadata importlib_resources cachetools requests \
+        psutil pyasn1 pyasn1_modules
+
+Then:
 
     .venv/bin/python bench/match.py --shape many-small --scale full --dump-world /tmp/world.json
     /path/to/dirac-venv/bin/python bench/dirac_tqdb.py /tmp/world.json
@@ -168,6 +178,7 @@ def run(world: dict, password: str) -> None:
     from DIRAC.WorkloadManagementSystem.DB.TaskQueueDB import TaskQueueDB
 
     tqdb = TaskQueueDB()
+    os.unlink(cfg.name)  # read by now; it holds the throw-away user's password
     started = time.perf_counter()
     jobs = 0
     for tq in world["taskqueues"]:
