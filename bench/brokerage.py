@@ -52,7 +52,7 @@ class DBTimer:
 
 def build_world(rng, n_tasks, n_queues, n_sites, n_nuclei, jobs_per_task, n_background):
     from brokerage.models import NetworkLink, Nucleus, PandaQueue, Storage, Task, TaskJob
-    from config import clock
+    from config import clock, gdpconfig
     from matcher import demo
     from matcher import services as job_services
     from matcher.models import Job, JobStatus, Site
@@ -128,10 +128,9 @@ def build_world(rng, n_tasks, n_queues, n_sites, n_nuclei, jobs_per_task, n_back
     )
     owner = User.objects.get(username="erin")
     group = GridGroup.objects.get(name="lhcb_mc")
+    setup = gdpconfig.get("DefaultSetup")  # the grid's one Setup, as a client's jobs get
     # Jobs already at the queues, so that the statistics have something to count.
-    specs = [
-        {"owner_group": group, "setup": "Production", "cpu_time": 3600} for _ in range(n_background)
-    ]
+    specs = [{"owner_group": group, "setup": setup, "cpu_time": 3600} for _ in range(n_background)]
     background = job_services.define_jobs(owner, specs, reason="bench")
     states = [JobStatus.RUNNING, JobStatus.RUNNING, JobStatus.STARTING, JobStatus.TRANSFERRING]
     for j in background:
@@ -146,6 +145,7 @@ def build_world(rng, n_tasks, n_queues, n_sites, n_nuclei, jobs_per_task, n_back
                     name=f"bench.c{cycle}.t{i}",
                     owner=owner,
                     owner_group=group,
+                    setup=setup,  # bulk_create skips the save that writes it in
                     status="ready",
                     created=now,
                     modified=now,
@@ -172,7 +172,7 @@ def build_world(rng, n_tasks, n_queues, n_sites, n_nuclei, jobs_per_task, n_back
         jobs = job_services.define_jobs(
             owner,
             [
-                {"owner_group": group, "setup": "Production", "cpu_time": 3600}
+                {"owner_group": group, "setup": setup, "cpu_time": 3600}
                 for _ in range(n_tasks * jobs_per_task)
             ],
         )

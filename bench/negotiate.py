@@ -76,7 +76,7 @@ def main() -> None:
 
         from classads import ads, services
         from classads.models import JobAd
-        from config import clock
+        from config import clock, gdpconfig
         from config.cycles import run_cycle
         from matcher import demo
         from shares.models import User
@@ -96,13 +96,14 @@ def main() -> None:
             text = services.job_ad_text(ads.parse_job_ad(job_template(i, rng)), user, group)
             templates.append((user, group, text, hashlib.sha1(text.encode()).hexdigest()))
         now = clock.now()
+        setup = gdpconfig.get("DefaultSetup")  # the grid's one Setup
         JobAd.objects.bulk_create(
             (
                 JobAd(
                     owner=(t := templates[k % n_templates])[0],
                     owner_group=t[1],
                     name=f"bench-{k}",
-                    setup="LHCb-Production",
+                    setup=setup,
                     user_priority=rng.randint(0, 10),
                     text=t[2],
                     digest=t[3],

@@ -31,6 +31,7 @@ def main() -> None:
     with throwaway_database("priorities"):
         from django.db import connection
 
+        from config import gdpconfig
         from matcher import demo
         from matcher.models import TaskQueue, TaskQueuePriorityCount
         from matcher.priorities import groups_map, recompute_priorities, taskqueue_loads
@@ -51,12 +52,14 @@ def main() -> None:
         now = time.time()
         from django.utils import timezone
 
+        setup = gdpconfig.get("DefaultSetup")  # the grid's one Setup
+
         tqs = TaskQueue.objects.bulk_create(
             TaskQueue(
                 key=f"bench-{i}",
                 owner_id=(owner := users[i % n_users].pk),
                 owner_group_id=member_group[owner],
-                setup="LHCb-Production",
+                setup=setup,
                 cpu_time=rng.choice([500, 5000, 50000, 300000]),
                 created=timezone.now(),
             )

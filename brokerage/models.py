@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from config import gdpconfig
 from matcher.models import Job, Site
 from shares.models import GridGroup
 
@@ -270,7 +271,11 @@ class Task(models.Model):
     name = models.CharField(max_length=200)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     owner_group = models.ForeignKey(GridGroup, on_delete=models.PROTECT, related_name="+")
-    setup = models.CharField(max_length=64, default="Production")
+    # Empty: the grid's one Setup, the DefaultSetup parameter, written in on save. Not a callable
+    # default: an unsaved Task (the brokerage's own probes, unit tests) must not read the database.
+    setup = models.CharField(
+        max_length=64, blank=True, default="", help_text="empty: the DefaultSetup parameter"
+    )
     status = models.CharField(max_length=16, choices=TaskStatus.choices)
     status_reason = models.CharField(max_length=255, blank=True)
     retry_after = models.DateTimeField(null=True, blank=True, help_text="pending until")
@@ -340,6 +345,11 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return f"Task {self.pk} {self.name}"
+
+    def save(self, *args, **kwargs):
+        if not self.setup:
+            self.setup = gdpconfig.get("DefaultSetup")
+        super().save(*args, **kwargs)
 
 
 class TaskDataset(models.Model):

@@ -356,7 +356,9 @@ def task_brokerage(rng=None, run_id=None) -> dict:
             else:
                 Task.objects.filter(pk=task.pk).update(
                     status=TaskStatus.PENDING,
-                    status_reason=f"no nucleus: {decision.message}; retry at {now + retry:%H:%M}",
+                    status_reason=(
+                        f"no nucleus: {decision.message}; retry at {_retry_at(now + retry)}"
+                    )[:255],
                     retry_after=now + retry,
                     modified=now,
                 )
@@ -364,6 +366,11 @@ def task_brokerage(rng=None, run_id=None) -> dict:
                 pending += 1
             _store_run(task, BrokerageRun.Kind.TASK, decision, outcome, now, run_id)
     return {"tasks": len(tasks), "assigned": assigned, "pending": pending}
+
+
+def _retry_at(at) -> str:
+    # Marked simulated like every time the pages show; no "in 10 min": the reason is read later.
+    return clock.label(at, "H:i", relative=False)
 
 
 def _store_run(task, kind, decision, outcome, now, run_id) -> BrokerageRun:
@@ -535,7 +542,7 @@ class Placement:
             if self.pending:
                 Task.objects.filter(pk__in=[t.pk for t in self.pending]).update(
                     status=TaskStatus.PENDING,
-                    status_reason=f"every queue was skipped; retry at {now + retry:%H:%M}",
+                    status_reason=f"every queue was skipped; retry at {_retry_at(now + retry)}",
                     retry_after=now + retry,
                     modified=now,
                 )

@@ -1,6 +1,7 @@
 """The brokerage's part of "why is my job not running?", and its dashboard panel."""
 
 from brokerage.models import BrokerageRun, TaskJob
+from config import clock
 from matcher.dashboard import register_panel
 from matcher.models import JobStatus
 from matcher.why import Part, register
@@ -34,12 +35,13 @@ def brokerage_parts(job) -> list[Part]:
             removed = f"throttle {run.throttle.get('throttle')}"
         chosen = ", ".join(run.chosen) or "no candidate"
         part.add(
-            f"Last decision ({run.get_kind_display()}, {run.at:%Y-%m-%d %H:%M}): {run.outcome}; "
+            f"Last decision ({run.get_kind_display()}) at {clock.label(run.at, 'Y-m-d H:i')}: "
+            f"{run.outcome}; "
             f"chosen: {chosen}; removed by: {removed}",
             f"/brokerage/tasks/{task.pk}/?run={run.pk}#trace",
         )
     if task.retry_after and job.status in WAITING_FOR_BROKERAGE:
-        part.add(f"Brokerage tries again after {task.retry_after:%Y-%m-%d %H:%M}.")
+        part.add(f"Brokerage tries again after {clock.label(task.retry_after, 'Y-m-d H:i')}.")
     if tj.queue_id:
         part.add(f"Its brokerage chose queue {tj.queue.name} first", "/brokerage/queues/")
     return [part]
@@ -61,7 +63,7 @@ def brokerage_failures(user) -> dict:
         "link": "/brokerage/tasks/?status=pending",
         "rows": [
             (
-                f"task {r.task_id} {r.task.name}: {r.outcome} at {r.at:%H:%M:%S} — "
+                f"task {r.task_id} {r.task.name}: {r.outcome} at {clock.label(r.at, 'H:i:s')} — "
                 + (r.message or ", ".join(f"{k} {v}" for k, v in r.removed_counts.items())),
                 f"/brokerage/tasks/{r.task_id}/?run={r.pk}#trace",
             )

@@ -8,6 +8,8 @@ Two ways to move it:
 - the simulated grid's shared clock (settings.SIMULATED_CLOCK, set by `make run`): a row every
   process reads (cached for a second), running `speed` times faster than real time from an
   anchor, or standing still while paused. Staff pause, resume and change its speed.
+
+`label()` writes one of its timestamps in plain text as the pages' `when` filter shows it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
+from django.utils.dateformat import format as date_format
 
 _offset = timedelta(0)
 _lock = threading.Lock()
@@ -88,3 +91,29 @@ def advance(seconds: float) -> None:
 def reset() -> None:
     global _offset
     _offset = timedelta(0)
+
+
+def ago(seconds: float) -> str:
+    """'3 min ago', 'in 2 h', 'just now' (whole units, rounded down)."""
+    future, seconds = seconds < 0, abs(seconds)
+    if seconds < 5:
+        return "just now"
+    size, unit = next(
+        u for u in ((86400, "d"), (3600, "h"), (60, "min"), (1, "s")) if seconds >= u[0]
+    )
+    text = f"{int(seconds // size)} {unit}"
+    return f"in {text}" if future else f"{text} ago"
+
+
+def label(value: datetime, fmt: str = "Y-m-d H:i:s", *, relative: bool = True) -> str:
+    """A timestamp this clock wrote, in plain text as the `when` filter shows it on pages:
+    '14:03 (simulated), 3 min ago' while the simulated grid's clock drives this process (it
+    runs faster than the reader's watch), '14:03, 3 min ago' otherwise. `fmt` is a Django date
+    format; relative=False for text stored and read later, when "ago" would be stale."""
+    local = timezone.localtime(value) if timezone.is_aware(value) else value
+    text = date_format(local, fmt)
+    if is_simulated():
+        text += " (simulated)"
+    if relative:
+        text += f", {ago((now() - value).total_seconds())}"
+    return text

@@ -2,8 +2,11 @@
 settings, just what went wrong in the visitor's terms. Under /api/ the answer is JSON, as the
 rest of the API's."""
 
+from urllib.parse import urlsplit
+
 from django.http import HttpResponse, JsonResponse
 from django.template import loader
+from django.utils.http import url_has_allowed_host_and_scheme
 
 MESSAGES = {
     400: "Bad request.",
@@ -11,6 +14,9 @@ MESSAGES = {
     404: "Not found.",
     500: "Server error: the operators have been told.",
 }
+CSRF_MESSAGE = (
+    "Your form expired or your browser blocks cookies for this site: reload the page and try again."
+)
 
 
 def _api(request) -> bool:
@@ -24,12 +30,36 @@ def _page(request, status: int, context: dict | None = None):
     return HttpResponse(body, status=status)
 
 
+def back_link(request) -> str:
+    """The Referer as a relative path on this site, for a Back link; "" when it names another
+    site or scheme (a link on our page must not lead a visitor there) or is missing."""
+    referer = request.META.get("HTTP_REFERER", "")
+    same_site = url_has_allowed_host_and_scheme(
+        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    if not same_site:
+        return ""
+    parts = urlsplit(referer)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    # "//other.site/" as a path would be read by the browser as another host.
+    relative = path.startswith("/") and url_has_allowed_host_and_scheme(path, allowed_hosts=None)
+    return path if relative else ""
+
+
 def bad_request(request, exception=None):
     return _page(request, 400)
 
 
 def permission_denied(request, exception=None):
-    return _page(request, 403, {"exception": str(exception or "")})
+    return _page(request, 403, {"exception": str(exception or ""), "back": back_link(request)})
+
+
+def csrf_failure(request, reason=""):
+    """CSRF_FAILURE_VIEW: the framed 403 page saying what to do, not Django's bare one (the
+    technical reason is in django.security.csrf's log)."""
+    if _api(request):
+        return JsonResponse({"detail": CSRF_MESSAGE}, status=403)
+    return _page(request, 403, {"exception": CSRF_MESSAGE, "back": back_link(request)})
 
 
 def not_found(request, exception=None):

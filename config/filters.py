@@ -4,7 +4,9 @@ A list filtered by `?status=bogus` or by a misspelt parameter used to show every
 filtered. A StrictFilterSet names each unknown parameter and each invalid value as an error
 (the API answers 400, a page shows the error), and filters nothing out of an invalid query:
 its queryset is then empty. The API's filter backend hands a FilterSet's `ordering` to the
-cursor pagination, which would otherwise impose its own order.
+cursor pagination, which would otherwise impose its own order. A list with no FilterSet at all
+takes no filter either: any parameter its paging, ordering or search does not read answers 400
+(StrictFilterBackend for generic views, StrictQueryMixin for plain ViewSets).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import django_filters
 from django.core.exceptions import ValidationError
 from django.forms.utils import ErrorList
 from django_filters.rest_framework import DjangoFilterBackend
+from rest_framework import exceptions
+from rest_framework.settings import api_settings
 
 # Query parameters that paging and content negotiation read, not the filters.
 PAGING_PARAMETERS = frozenset({"page", "cursor", "page_size", "format"})
@@ -73,11 +77,57 @@ class StrictFilterSet(django_filters.FilterSet):
         return [f.get_ordering_value(v) for v in value] if value else None
 
 
+def allowed_parameters(view) -> set[str]:
+    """The query parameters a view reads without a FilterSet: its paginator's (`cursor`,
+    `page_size`, `limit`...), `format`, and its ordering and search backends' parameters."""
+    allowed = {api_settings.URL_FORMAT_OVERRIDE}
+    paginator = getattr(view, "paginator", None)
+    if paginator is not None:
+        allowed |= {
+            value
+            for name in dir(paginator)
+            if name.endswith("_query_param") and isinstance(value := getattr(paginator, name), str)
+        }
+    for backend in getattr(view, "filter_backends", ()):
+        allowed |= {getattr(backend, a, None) for a in ("ordering_param", "search_param")}
+    return allowed - {None}
+
+
+def reject_unknown_parameters(request, view) -> None:
+    """400 naming each query parameter the view would silently ignore."""
+    allowed = allowed_parameters(view)
+    unknown = sorted(k for k in request.query_params if k not in allowed)
+    if unknown:
+        takes = ", ".join(sorted(allowed)) or "none"
+        raise exceptions.ValidationError(
+            {
+                name[:100]: [f"Unknown parameter; this list takes no filter (it reads {takes})."]
+                for name in unknown
+            }
+        )
+
+
+class StrictQueryMixin:
+    """For plain ViewSets, which run no filter backend: the same 400 for an unknown parameter,
+    after authentication (an anonymous client still learns it must authenticate first)."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        reject_unknown_parameters(request, self)
+
+
 class StrictFilterBackend(DjangoFilterBackend):
     """DjangoFilterBackend with StrictFilterSet behaviour for `filterset_fields` too, and the
-    FilterSet's ordering passed on to the cursor pagination (ties broken by id)."""
+    FilterSet's ordering passed on to the cursor pagination (ties broken by id). A view with
+    no FilterSet answers 400 to any parameter it does not read rather than ignore it."""
 
     filterset_base = StrictFilterSet
+
+    def filter_queryset(self, request, queryset, view):
+        if self.get_filterset_class(view, queryset) is None:
+            reject_unknown_parameters(request, view)
+            return queryset
+        return super().filter_queryset(request, queryset, view)
 
     def get_ordering(self, request, queryset, view):
         filterset = self.get_filterset(request, queryset, view)

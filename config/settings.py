@@ -61,6 +61,8 @@ ALLOWED_HOSTS = [
     if h
 ]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# A refused form gets the framed 403 page saying to reload, not Django's bare one.
+CSRF_FAILURE_VIEW = "config.error_pages.csrf_failure"
 
 # Behind a TLS-terminating proxy (README, Production): each is Django's setting of the same name,
 # off by default so that a host answers plain HTTP on its own address (curl, health checks).

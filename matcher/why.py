@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from config import clock
 from config.models import CycleRun
 from matcher import director, match
 from matcher.models import FINAL_STATES, DirectorDecision, Job, JobStatus, Pilot, TaskQueue
@@ -143,8 +144,8 @@ def director_part(job: Job) -> Part | None:
         )
     last = decisions[0]
     part.add(
-        f"Last cycle ({last.at:%Y-%m-%d %H:%M}): λ = {last.lam:.2f}, drew {last.drawn}, cap "
-        f"{last.cap}, {last.waiting_pilots} waiting, sent {last.submitted}"
+        f"Last cycle at {clock.label(last.at, 'Y-m-d H:i')}: λ = {last.lam:.2f}, "
+        f"drew {last.drawn}, cap {last.cap}, {last.waiting_pilots} waiting, sent {last.submitted}"
         + (f": {last.skipped}" if last.skipped else ""),
         url,
     )
@@ -154,7 +155,10 @@ def director_part(job: Job) -> Part | None:
         part.blocking = True
         part.headline = f"The director sends it no pilot: {note}."
         if tried is not last:
-            part.add(f"When it last drew pilots for it ({tried.at:%Y-%m-%d %H:%M}): {note}", url)
+            part.add(
+                f"When it last drew pilots for it, at {clock.label(tried.at, 'Y-m-d H:i')}: {note}",
+                url,
+            )
     return part
 
 

@@ -6,6 +6,7 @@ from rest_framework.response import Response
 
 from config import gdpconfig
 from config.api.fields import RejectUnknownFieldsMixin
+from config.filters import StrictQueryMixin
 from config.models import CycleRun, ParameterValue
 from config.permissions import StaffWriteOrReadOnly
 
@@ -51,7 +52,7 @@ def _versions() -> dict[str, int]:
     return dict(ParameterValue.objects.order_by("name", "version").values_list("name", "version"))
 
 
-class ParameterViewSet(viewsets.ViewSet):
+class ParameterViewSet(StrictQueryMixin, viewsets.ViewSet):
     """gdpconfig: live parameters, typed and versioned. Staff change them; everyone reads."""
 
     permission_classes = [StaffWriteOrReadOnly]

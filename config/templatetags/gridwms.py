@@ -8,6 +8,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from config import clock
+from config.clock import ago
 
 register = template.Library()
 
@@ -69,18 +70,6 @@ def readable(value):
     """A stored structure (JSON: counts, factors, a parsed spec) as people read it: a dict as a
     key/value list (nested ones inside), a list comma-separated, numbers rounded."""
     return format_html("{}", _readable(value))
-
-
-def ago(seconds: float) -> str:
-    """'3 min ago', 'in 2 h', 'just now' (whole units, rounded down)."""
-    future, seconds = seconds < 0, abs(seconds)
-    if seconds < 5:
-        return "just now"
-    size, unit = next(
-        u for u in ((86400, "d"), (3600, "h"), (60, "min"), (1, "s")) if seconds >= u[0]
-    )
-    text = f"{int(seconds // size)} {unit}"
-    return f"in {text}" if future else f"{text} ago"
 
 
 @register.filter

@@ -6,6 +6,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.response import Response
 
 from config import gdpconfig
+from config.filters import StrictQueryMixin
 from matcher import share_overview
 
 
@@ -46,7 +47,7 @@ class SharesSerializer(serializers.Serializer):
     groups = GroupShareSerializer(many=True)
 
 
-class SharesViewSet(viewsets.ViewSet):
+class SharesViewSet(StrictQueryMixin, viewsets.ViewSet):
     @extend_schema(responses=SharesSerializer)
     def list(self, request):
         data = share_overview.overview()

@@ -1,9 +1,10 @@
 from rest_framework import serializers
 
+from config.api.fields import RejectUnknownFieldsMixin
 from shares.models import GridGroup, GroupChange, User
 
 
-class GridGroupSerializer(serializers.ModelSerializer):
+class GridGroupSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
     job_share = serializers.FloatField(min_value=0.0, help_text="JobShare (≥ 0).")
     comment = serializers.CharField(
         write_only=True,

@@ -3,6 +3,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from config.filters import StrictQueryMixin
 from config.permissions import StaffWriteOrReadOnly
 from shares import services
 from shares.api.serializers import GridGroupSerializer, GroupChangeSerializer, MeSerializer
@@ -39,7 +40,7 @@ class GridGroupViewSet(viewsets.ModelViewSet):
         return Response(GroupChangeSerializer(rows, many=True).data)
 
 
-class UserViewSet(viewsets.GenericViewSet):
+class UserViewSet(StrictQueryMixin, viewsets.GenericViewSet):
     queryset = User.objects.none()
     serializer_class = MeSerializer
 

@@ -118,3 +118,13 @@ def test_an_api_client_cannot_rename_a_group_behind_the_history(api, users, mc):
     r = api(users["admin"]).patch(f"/api/v1/groups/{mc.pk}/", {"name": "mc2"}, format="json")
     assert r.status_code == 400 and "name" in r.data
     assert GridGroup.objects.filter(name="lhcb_mc").exists()
+
+
+def test_an_api_patch_with_an_unknown_key_answers_400_naming_it_and_changes_nothing(api, users, mc):
+    r = api(users["admin"]).patch(
+        f"/api/v1/groups/{mc.pk}/", {"jobshare": 500, "job_sharing": False}, format="json"
+    )
+    assert r.status_code == 400 and list(r.data) == ["jobshare"], r.data
+    mc.refresh_from_db()
+    assert (mc.job_share, mc.job_sharing) == (300.0, True)
+    assert not GroupChange.objects.exists()
