@@ -46,6 +46,29 @@ def _check_regexp(text: str, what: str) -> None:
         ) from None
 
 
+# sw_platform is read as a regexp over the queue's cmtconfigs (x86_64-el9-gcc13-opt, gcc.*);
+# base_platform is a name, then the pilot's +container image (el9+docker://atlas/athena:25.0).
+SW_PLATFORM = re.compile(r"[\w.*+?|()\[\]{}$\\,-]*")
+BASE_PLATFORM = re.compile(r"(?:[A-Za-z0-9][\w.-]*(?:\+[\w.:/@+-]+)?)?")
+NAME = re.compile(r"[\w.+-]+")
+
+
+def _check_platforms(sw_platform: str, base_platform: str) -> None:
+    if not SW_PLATFORM.fullmatch(sw_platform):
+        raise ArchitectureError(f"sw_platform: {sw_platform!r} is not a platform name or regexp")
+    _check_regexp(sw_platform, "sw_platform")
+    if not BASE_PLATFORM.fullmatch(base_platform):
+        raise ArchitectureError(
+            f"base_platform: {base_platform!r} is not name[+container image], e.g. el9"
+        )
+
+
+def _check_name(text: str, what: str) -> None:
+    """A CPU vendor or instruction set: compared by name, or * for any."""
+    if text != "*" and not NAME.fullmatch(text):
+        raise ArchitectureError(f"{what}: {text!r} is not a name (or * for any)")
+
+
 def _check_constraint(text: str, what: str) -> str:
     """An operator-prefixed version constraint such as '>=12.0'; returns it with '=' as '=='."""
     if not isinstance(text, str):
@@ -75,6 +98,8 @@ def _cpu_from_old(text: str) -> list[dict]:
             )
         arch, vendor, instr = (f.strip() or "*" for f in fields)
         _check_regexp(arch, "host_cpu_spec architecture")
+        _check_name(vendor, "host_cpu_spec vendor")
+        _check_name(instr, "host_cpu_spec instruction set")
         specs.append({"arch": arch, "vendor": vendor, "instr": instr})
     return specs
 
@@ -85,6 +110,8 @@ def _gpu_from_old(text: str) -> dict | None:
     if not head:
         raise ArchitectureError("host_gpu_spec: the GPU vendor is missing after '&'")
     vendor, _, model = head.partition("-")
+    _check_regexp(vendor, "host_gpu_spec vendor")  # matched as a regexp against the GPUs'
+    _check_regexp(model or "*", "host_gpu_spec model")
     spec: dict[str, Any] = {"vendor": vendor, "model": model or "*"}
     for part in parts[1:]:
         part = part.strip()
@@ -114,6 +141,9 @@ def _gpu_from_old(text: str) -> dict | None:
 
 
 def _parse_old(text: str) -> dict:
+    for mark, part in (("@", "base_platform"), ("#", "host_cpu_spec"), ("&", "host_gpu_spec")):
+        if text.count(mark) > 1 and not (mark == "@" and "+" in text):
+            raise ArchitectureError(f"{part}: {mark!r} appears more than once")
     m = re.match(r"[^@#&^]*", text)
     sw_platform = m.group(0).strip()
     base = re.search(r"@([^#&^]*)", text)
@@ -126,9 +156,11 @@ def _parse_old(text: str) -> dict:
     else:
         # Without '#', the first field of the cmtconfig is the CPU architecture.
         cpu_specs = [{"arch": sw_platform.split("-")[0], "vendor": "*", "instr": "*"}]
+    base_platform = base.group(1).strip() if base else ""
+    _check_platforms(sw_platform, base_platform)
     return {
         "sw_platform": sw_platform,
-        "base_platform": base.group(1).strip() if base else "",
+        "base_platform": base_platform,
         "cpu_specs": cpu_specs,
         "gpu_spec": _gpu_from_old(gpu.group(1)) if gpu else None,
     }
@@ -156,6 +188,8 @@ def _parse_json(text: str) -> dict:
             raise ArchitectureError(f"cpu_specs[{i}] must be an object with arch, vendor, instr")
         spec = {k: str(c.get(k) or "*") for k in ("arch", "vendor", "instr")}
         _check_regexp(spec["arch"], f"cpu_specs[{i}].arch")
+        _check_name(spec["vendor"], f"cpu_specs[{i}].vendor")
+        _check_name(spec["instr"], f"cpu_specs[{i}].instr")
         cpu_specs.append(spec)
     gpu = data.get("gpu_spec")
     if gpu is not None:
@@ -165,6 +199,7 @@ def _parse_json(text: str) -> dict:
         if unknown:
             raise ArchitectureError(f"gpu_spec: unknown keys {sorted(unknown)}")
         spec: dict[str, Any] = {"vendor": str(gpu.get("vendor") or "*")}
+        _check_regexp(spec["vendor"], "gpu_spec.vendor")
         model = gpu.get("model", "*")
         if isinstance(model, dict):
             if set(model) - {"pattern", "excl"} or not isinstance(model.get("pattern"), str):
@@ -190,9 +225,12 @@ def _parse_json(text: str) -> dict:
                 raise ArchitectureError("gpu_spec.microarchitecture must be text or a list of text")
             spec["microarchitecture"] = ua
         gpu = spec
+    sw_platform = data.get("sw_platform", "").strip()
+    base_platform = data.get("base_platform", "").strip()
+    _check_platforms(sw_platform, base_platform)
     return {
-        "sw_platform": data.get("sw_platform", "").strip(),
-        "base_platform": data.get("base_platform", "").strip(),
+        "sw_platform": sw_platform,
+        "base_platform": base_platform,
         "cpu_specs": cpu_specs,
         "gpu_spec": gpu,
     }

@@ -1,6 +1,42 @@
 """The brokerage's gdpconfig keys, with PanDA's names and PanDA's defaults (reference/panda.md)."""
 
 from config.gdpconfig import BOOL, FLOAT, INT, JSON, Param, register
+from config.gdpconfig_shapes import ListOf, Obj, Text
+
+# A CRIC software dictionary (PandaQueue.software): for ALL only the tags are read (a container
+# name resolved through their sources), the rest is refused unless CRIC publishes it.
+_NAMES = ListOf(Text(255), max_items=1000)
+SOFTWARE = Obj(
+    {
+        "cmtconfigs": _NAMES,
+        "containers": _NAMES,
+        "cvmfs": _NAMES,
+        "architectures": ListOf(
+            Obj(
+                {
+                    "type": Text(16),
+                    "arch": _NAMES,
+                    "instr": _NAMES,
+                    "vendor": _NAMES,
+                    "model": _NAMES,
+                }
+            )
+        ),
+        "tags": ListOf(
+            Obj(
+                {
+                    "cmtconfig": Text(255),
+                    "container_name": Text(255),  # Task.container_name
+                    "project": Text(255),
+                    "release": Text(255),
+                    "sources": _NAMES,
+                    "tag": Text(255),
+                }
+            ),
+            max_items=5000,
+        ),
+    }
+)
 
 
 def _reg(name, kind, default, help, category="brokerage: tasks", **kw):
@@ -9,7 +45,16 @@ def _reg(name, kind, default, help, category="brokerage: tasks", **kw):
     )
 
 
-_POS = {"minimum": 0}
+# Every number is bounded (gdpconfig.register): ceilings far above any real setting and below
+# what overflows a timedelta, a datetime or a PostgreSQL integer it is compared with.
+_SIZE = {"minimum": 0, "maximum": 1e9}  # TB, GB, kB/s, queue lengths
+_COUNT = {"minimum": 0, "maximum": 10**9}  # files, jobs, cores
+_RATIO = {"minimum": 0, "maximum": 1e6}
+_FRACTION = {"minimum": 0, "maximum": 1}
+_HOURS = {"minimum": 0, "maximum": 10 * 366 * 24}  # ten years
+_DISKIO = {"minimum": 0, "maximum": 1e15}
+_RETRY_MINUTES = {"minimum": 1, "maximum": 366 * 24 * 60}  # a year
+_PRIORITY = {"minimum": -(10**6), "maximum": 10**6}  # taskPriority / currentPriority
 
 # --- production task brokerage (task → nucleus) --------------------------------------------------
 _reg(
@@ -18,7 +63,7 @@ _reg(
     100.0,
     "Free space a nucleus' storages must keep after the expected output of its remaining work.",
     unit="TB",
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "DISK_THRESHOLD_<gshare>",
@@ -27,7 +72,7 @@ _reg(
     "DISK_THRESHOLD for one global share (e.g. DISK_THRESHOLD_Express); unset: DISK_THRESHOLD.",
     unit="TB",
     family=True,
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "FREE_DISK_CUTOFF",
@@ -35,7 +80,7 @@ _reg(
     1000.0,
     "spaceFreeCutoff: the most free space that counts in the nucleus weight.",
     unit="TB",
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "INPUT_SIZE_THRESHOLD",
@@ -43,7 +88,7 @@ _reg(
     1.0,
     "The local-size fraction is checked only above this total input size.",
     unit="GB",
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "INPUT_SIZE_FRACTION",
@@ -59,7 +104,7 @@ _reg(
     100,
     "The local-file fraction is checked only above this number of input files.",
     unit="files",
-    **_POS,
+    **_COUNT,
 )
 _reg(
     "INPUT_NUM_FRACTION",
@@ -75,7 +120,7 @@ _reg(
     200.0,
     "Locality may be waived at or below this ioIntensity; above it, the weight uses local size.",
     unit="kB/s",
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "MIN_INPUT_SIZE_WITH_LOCAL_DATA",
@@ -83,13 +128,14 @@ _reg(
     10000.0,
     "Locality may be waived at or below this total input size.",
     unit="GB",
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "MAX_TASK_PRIO_WITH_LOCAL_DATA",
     INT,
     800,
     "Locality is waived for tasks at or above this priority when no nucleus passes it.",
+    **_PRIORITY,
 )
 _reg(
     "TASK_BROKERAGE_RETRY_MINUTES",
@@ -97,7 +143,7 @@ _reg(
     30,
     "A task no nucleus passed is pending this long, then retried.",
     unit="min",
-    minimum=1,
+    **_RETRY_MINUTES,
 )
 
 # --- production job brokerage (jobs → queues) ----------------------------------------------------
@@ -110,6 +156,7 @@ _reg(
     J,
     unit="files",
     minimum=1,
+    maximum=10**9,
 )
 _reg(
     "NQUEUED_NUC_CAP_FOR_JOBS",
@@ -118,7 +165,7 @@ _reg(
     "Skip every queue when more files than this are queued into the nucleus.",
     J,
     unit="files",
-    **_POS,
+    **_COUNT,
 )
 _reg(
     "IO_INTENSITY_CUTOFF",
@@ -127,7 +174,7 @@ _reg(
     "Above this ioIntensity, queues that must move much input are skipped.",
     J,
     unit="kB/s",
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "SIZE_CUTOFF_TO_MOVE_INPUT",
@@ -136,7 +183,7 @@ _reg(
     "Most missing input a queue may need to receive (I/O-intensive tasks).",
     J,
     unit="GB",
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "NUM_CUTOFF_TO_MOVE_INPUT",
@@ -145,7 +192,7 @@ _reg(
     "Most missing input files a queue may need to receive (I/O-intensive tasks).",
     J,
     unit="files",
-    **_POS,
+    **_COUNT,
 )
 _reg(
     "MAX_DISKIO_DEFAULT",
@@ -154,7 +201,7 @@ _reg(
     "diskIO limit per core of a queue without maxDiskIO.",
     J,
     unit="kB/s per core",
-    **_POS,
+    **_DISKIO,
 )
 _reg(
     "NW_THRESHOLD",
@@ -162,9 +209,9 @@ _reg(
     1.7,
     "Urgent or priority ≥ 1000 tasks need a network weight ≥ NW_THRESHOLD × NW_WEIGHT_MULTIPLIER.",
     J,
-    **_POS,
+    **_RATIO,
 )
-_reg("NW_WEIGHT_MULTIPLIER", FLOAT, 1.0, "See NW_THRESHOLD.", J, **_POS)
+_reg("NW_WEIGHT_MULTIPLIER", FLOAT, 1.0, "See NW_THRESHOLD.", J, **_RATIO)
 _reg(
     "NW_QUEUE_IMPORTANCE",
     FLOAT,
@@ -188,7 +235,7 @@ _reg(
     "Free space a queue's output storage needs.",
     J,
     unit="GB",
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "JOB_BROKERAGE_RETRY_MINUTES",
@@ -197,7 +244,7 @@ _reg(
     "A task whose every queue was skipped is pending this long.",
     J,
     unit="min",
-    minimum=1,
+    **_RETRY_MINUTES,
 )
 _reg(
     "JOB_BROKERAGE_MAX_TASKS",
@@ -206,6 +253,7 @@ _reg(
     "Tasks brokered per job-brokerage cycle (highest priority first).",
     J,
     minimum=1,
+    maximum=10**6,
 )
 _reg(
     "SOFTWARE_ALL",
@@ -213,6 +261,7 @@ _reg(
     {"tags": []},
     "The software dictionary of the 'ALL' queue: tags whose sources resolve container names.",
     J,
+    shape=SOFTWARE,
 )
 
 # --- analysis brokerage (reference/panda.md §3; unset caps are 0 = off) ---------------------------
@@ -229,7 +278,7 @@ for _name, _help in (
     ("CAP_RUNNING_GROUP_JOBS", "As CAP_RUNNING_USER_JOBS, for a task's workingGroup; 0: off."),
     ("CAP_RUNNING_GROUP_CORES", "As CAP_RUNNING_USER_CORES, for a task's workingGroup; 0: off."),
 ):
-    _reg(_name, INT, 0, _help, A, **_POS)
+    _reg(_name, INT, 0, _help, A, **_COUNT)
 _reg(
     "USER_USAGE_THRESHOLD_A",
     FLOAT,
@@ -237,7 +286,7 @@ _reg(
     "Class A tasks are throttled when User Analysis usage exceeds max(this / the user's running "
     "slots at hi sites, 1) × its target.",
     A,
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "IO_INTENSITY_CUTOFF_USER",
@@ -246,6 +295,8 @@ _reg(
     "At or below this ioIntensity the data-locality check is skipped; negative: unset.",
     A,
     unit="kB/s",
+    minimum=-1,
+    maximum=1e9,
 )
 _reg(
     "DATA_CHECK_TIMEOUT_USER",
@@ -254,10 +305,16 @@ _reg(
     "Skip the data-locality check when the task's last successful brokerage is older; 0: unset.",
     A,
     unit="h",
-    **_POS,
+    **_HOURS,
 )
 _reg(
-    "TW_DONE_JOB_STAT", FLOAT, 6.0, "Window for the failed/closed jobs filter.", A, unit="h", **_POS
+    "TW_DONE_JOB_STAT",
+    FLOAT,
+    6.0,
+    "Window for the failed/closed jobs filter.",
+    A,
+    unit="h",
+    **_HOURS,
 )
 _reg(
     "MIN_BAD_JOBS_TO_SKIP_PQ",
@@ -265,7 +322,7 @@ _reg(
     5,
     "Failed + closed must stay below max(2 × finished, this).",
     A,
-    **_POS,
+    **_COUNT,
 )
 _reg(
     "BASE_QUEUE_LENGTH_PER_PQ",
@@ -273,7 +330,7 @@ _reg(
     100.0,
     "Stabilizer: queues shorter are never throttled.",
     A,
-    **_POS,
+    **_SIZE,
 )
 _reg(
     "BASE_EXPECTED_WAIT_HOUR_ON_PQ",
@@ -282,11 +339,15 @@ _reg(
     "Stabilizer: queues shorter than this × to-running rate are never throttled.",
     A,
     unit="h",
-    **_POS,
+    **_HOURS,
 )
-_reg("BASE_DEFAULT_QUEUE_LENGTH_PER_PQ_USER", FLOAT, 5.0, "Stabilizer: max_q_len floor.", A, **_POS)
-_reg("BASE_QUEUE_RATIO_ON_PQ", FLOAT, 0.05, "Stabilizer: max_q_len ≥ this × nR(PQ).", A, **_POS)
-_reg("STATIC_MAX_QUEUE_RUNNING_RATIO", FLOAT, 2.0, "Stabilizer: nQ_max ≥ this × nR(PQ).", A, **_POS)
+_reg(
+    "BASE_DEFAULT_QUEUE_LENGTH_PER_PQ_USER", FLOAT, 5.0, "Stabilizer: max_q_len floor.", A, **_SIZE
+)
+_reg("BASE_QUEUE_RATIO_ON_PQ", FLOAT, 0.05, "Stabilizer: max_q_len ≥ this × nR(PQ).", A, **_RATIO)
+_reg(
+    "STATIC_MAX_QUEUE_RUNNING_RATIO", FLOAT, 2.0, "Stabilizer: nQ_max ≥ this × nR(PQ).", A, **_RATIO
+)
 _reg(
     "MAX_EXPECTED_WAIT_HOUR",
     FLOAT,
@@ -294,7 +355,7 @@ _reg(
     "Stabilizer: nQ_max ≥ this × to-running rate.",
     A,
     unit="h",
-    **_POS,
+    **_HOURS,
 )
 _reg(
     "ANALY_NEW_BASIC_WEIGHT",
@@ -309,9 +370,16 @@ _reg(
     0.1,
     "ε1 of the new weight's site-class table (ε1 > ε2).",
     A,
-    **_POS,
+    **_FRACTION,
 )
-_reg("ANALY_WEIGHT_EPSILON_2", FLOAT, 0.01, "ε2 of the new weight's site-class table.", A, **_POS)
+_reg(
+    "ANALY_WEIGHT_EPSILON_2",
+    FLOAT,
+    0.01,
+    "ε2 of the new weight's site-class table.",
+    A,
+    **_FRACTION,
+)
 _reg(
     "ANALY_BROKERAGE_RETRY_MINUTES",
     INT,
@@ -319,5 +387,5 @@ _reg(
     "An analysis task whose every queue was skipped is pending this long.",
     A,
     unit="min",
-    minimum=1,
+    **_RETRY_MINUTES,
 )

@@ -10,8 +10,15 @@ from config.gdpconfig import FLOAT, INT, Param, register
 CATEGORY = "brokerage: timeouts"
 
 
+# Every number is bounded (gdpconfig.register): a time window at most ten years, so that now minus
+# it stays a datetime; the unitless ones name their maximum.
+MAXIMUM_OF_UNIT = {"h": 10 * 366 * 24, "days": 10 * 366}
+
+
 def _reg(name, kind, default, help, **kw):
     kw.setdefault("minimum", 0)
+    if "unit" in kw:
+        kw.setdefault("maximum", MAXIMUM_OF_UNIT[kw["unit"]])
     return register(
         Param(name=name, kind=kind, default=default, help=help, category=CATEGORY, **kw)
     )
@@ -33,6 +40,7 @@ _reg(
     "How many jobs a task's piece of work may take (JEDI's maxAttempt): a job the defined "
     "timeout closes is retried as a new job until this many attempts were made.",
     minimum=1,
+    maximum=100,
 )
 _reg("TIMEOUT_assigned", FLOAT, 12.0, "Assigned jobs are re-brokered after this long.", unit="h")
 _reg("TIMEOUT_throttled", FLOAT, 7 * 24.0, "Throttled jobs are closed after this long.", unit="h")
@@ -48,7 +56,8 @@ _reg(
     INT,
     800,
     "currentPriority from which a job is high priority (the 4 h rule, holding 3 h, transtimehi).",
-    minimum=None,
+    minimum=-(10**6),
+    maximum=10**6,  # currentPriority, an IntegerField
 )
 _reg(
     "TIMEOUT_activated_inactive_pq",
@@ -124,6 +133,7 @@ _reg(
     3.0,
     "Fast rebrokerage: a queue × gshare whose queued/running ratio exceeds this (and the two "
     "other thresholds) has its excess re-brokered.",
+    maximum=1e6,
 )
 _reg(
     "FAST_REBRO_THRESHOLD_NQUEUE_FRAC",
@@ -138,5 +148,6 @@ _reg(
     10,
     "Fast rebrokerage: the queue's queued jobs of the gshare must exceed this (e.g. "
     "FAST_REBRO_THRESHOLD_NQUEUE_Express). Unset: no fast rebrokerage for that gshare.",
+    maximum=10**9,
     family=True,
 )

@@ -46,6 +46,7 @@ LIVE_PILOT_STATES = (
     PilotStatus.RUNNING,
 )
 CORE_DAY = 10 * 86400  # HS06 s of one 10-HS06 core for a day
+ANALYSIS_GSHARE = "User Analysis"  # an analysis task's share unless staff give another
 TASK_PARAMS = (
     "DISK_THRESHOLD",
     "FREE_DISK_CUTOFF",
@@ -91,9 +92,14 @@ def job_params() -> dict:
 
 
 def submit_task(owner, fields: dict, inputs: list[tuple[Dataset, bool]]) -> Task:
-    """Store a validated task and the jobs it generates (defined, waiting for brokerage)."""
+    """Store a validated task and the jobs it generates (defined, waiting for brokerage).
+    priority, task_class and gshare are given by staff only (TaskSubmitSerializer); otherwise
+    the system's: the model's defaults, and an analysis task's share is User Analysis (the
+    share whose throttle analysis tasks are subject to)."""
     now = clock.now()
     fields = {"setup": gdpconfig.get("DefaultSetup"), **fields}  # the grid's one Setup
+    if fields.get("kind") == Task.Kind.ANALYSIS:
+        fields.setdefault("gshare", ANALYSIS_GSHARE)
     with transaction.atomic():
         task = Task(owner=owner, created=now, modified=now, **fields)
         task.architecture_spec = architecture.parse(task.architecture)

@@ -407,8 +407,9 @@ def _among(qs, field: str, ids):
 def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
     """Carry the actions out in one transaction; returns counts per rule and per outcome.
 
-    Lock order as the matcher's claim: TaskQueue memberships first, then the jobs. A job that
-    changed since the scan (a pilot reported, a user killed it) is left alone."""
+    Lock order of every job transition (matcher.services): the jobs first, then their TaskQueue
+    memberships (the matcher's claim skips a locked job). A job that changed since the scan (a
+    pilot reported, a user killed it) is left alone."""
     if not planned:
         return Counter()
     by_id = {p.job.id: p for p in planned}
@@ -416,18 +417,18 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
     counts: Counter = Counter()
     tq_touched: set[int] = set()
     with transaction.atomic():
-        members = {}
-        for part in _among(TaskQueueJob.objects.select_for_update(), "job", ids):
-            for job_id, tq, prio in part.order_by("job_id").values_list(
-                "job_id", "task_queue_id", "user_priority"
-            ):
-                members[job_id] = (tq, prio)
         current = {}
         for part in _among(Job.objects.select_for_update(), "id", ids):
             for row in part.order_by("pk").values_list(
                 "pk", "status", "status_changed", "heartbeat"
             ):
                 current[row[0]] = row[1:]
+        members = {}
+        for part in _among(TaskQueueJob.objects.select_for_update(), "job", ids):
+            for job_id, tq, prio in part.order_by("job_id").values_list(
+                "job_id", "task_queue_id", "user_priority"
+            ):
+                members[job_id] = (tq, prio)
         keep = [
             i
             for i in ids
@@ -599,7 +600,8 @@ def _update_jobs(rows: list[tuple], now: datetime, clear: bool, reschedule: bool
     table = Job._meta.db_table
     sets = ["status = v.status", "status_reason = v.reason", "status_changed = %s"]
     if clear:
-        sets += ["site = ''", "grid_ce = ''", "pilot_reference = ''", "heartbeat = NULL"]
+        sets += ["site = ''", "grid_ce = ''", "pilot_reference = ''", "pilot_id = NULL"]
+        sets += ["heartbeat = NULL"]
     if reschedule:
         sets += ["task_queue_id = v.tq", "reschedule_count = j.reschedule_count + 1"]
     with connection.cursor() as cur:

@@ -138,7 +138,10 @@ def import_topology(data: dict[str, Any]) -> dict[str, int]:
             if not isinstance(software, dict):
                 raise TopologyError(where, "expected an object")
             if name == "ALL":
-                gdpconfig.set_value("SOFTWARE_ALL", software, comment="import_topology")
+                try:
+                    gdpconfig.set_value("SOFTWARE_ALL", software, comment="import_topology")
+                except gdpconfig.ConfigError as exc:
+                    raise TopologyError(where, exc.message) from None
             else:
                 queue = _by_name(PandaQueue, name, where)
                 queue.software = software

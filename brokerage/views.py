@@ -6,10 +6,10 @@ from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 
 from brokerage import charts, lifecycle, production, services
-from brokerage.api.serializers import TaskSubmitSerializer
+from brokerage.api.serializers import STAFF_FIELDS, TaskSubmitSerializer
 from brokerage.api.views import visible_tasks
 from brokerage.filters import TaskFilterSet
-from brokerage.models import BrokerageRun, Nucleus, PandaQueue, Task, TimeoutAction
+from brokerage.models import BrokerageRun, GlobalShare, Nucleus, PandaQueue, Task, TimeoutAction
 from brokerage.network import LinkData, network_weight
 from config import clock, gdpconfig
 from config.errors import add_to_form
@@ -68,7 +68,8 @@ def task_detail(request, pk):
 
 
 class TaskForm(forms.Form):
-    """The common parameters; the API takes every one of them."""
+    """The common parameters; the API takes every one of them. Staff also set the priority,
+    global share and class, which for anyone else the system sets."""
 
     kind = forms.ChoiceField(
         choices=Task.Kind.choices,
@@ -78,8 +79,12 @@ class TaskForm(forms.Form):
     name = forms.CharField(max_length=200)
     owner_group = forms.CharField(max_length=64)
     processing_type = forms.CharField(max_length=64, initial="simul")
-    priority = forms.IntegerField(initial=500)
-    core_count = forms.IntegerField(initial=1, min_value=0)
+    priority = forms.IntegerField(initial=500, required=False)
+    gshare = forms.ChoiceField(label="gshare", required=False)
+    task_class = forms.ChoiceField(
+        choices=[("", "—"), ("S", "S"), ("A", "A"), ("B", "B"), ("C", "C")], required=False
+    )
+    core_count = forms.IntegerField(initial=1, min_value=1)
     ram_count = forms.IntegerField(initial=2000, min_value=0, label="ramCount (MB per core)")
     cpu_time = forms.FloatField(initial=100.0, label="cpuTime (HS06 s per event)")
     n_jobs = forms.IntegerField(initial=10, min_value=1, max_value=10000)
@@ -92,11 +97,23 @@ class TaskForm(forms.Form):
     )
     inputs = forms.CharField(max_length=2000, required=False, help_text="dataset names, commas")
 
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not user.is_staff:
+            for name in STAFF_FIELDS:
+                del self.fields[name]
+            return
+        shares = GlobalShare.objects.values_list("name", flat=True)
+        self.fields["gshare"].choices = [("", "—"), *[(n, n) for n in shares]]
+
 
 def task_submit(request):
-    form = TaskForm(request.POST or None)
+    form = TaskForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = {k: v for k, v in form.cleaned_data.items() if v not in ("", None)}
+        # A staff field the form does not offer this user, posted anyway: the API's answer.
+        posted = [k for k in STAFF_FIELDS if k not in form.fields and k in request.POST]
+        data.update({k: request.POST[k] for k in posted})
         data["inputs"] = [
             {"dataset": n.strip()} for n in data.pop("inputs", "").split(",") if n.strip()
         ]

@@ -24,6 +24,14 @@ SUBMIT_NAMES = {
 }
 # Expressions in a submit file; every other command's value is text (condor_submit quotes it).
 SUBMIT_EXPRESSIONS = {"requirements", "rank"}
+# What the columns a site ad is stored in hold (classads.models.SiteAd): its Name, and counts
+# and a sequence number with room for the negotiator's and the monitor's increments.
+NAME_MAX = 255
+INT64_MAX = 2**63 - 1
+SEQUENCE_MAX = 10**18
+COUNT_MAX = 10**9
+DIGITS = frozenset("0123456789")
+NUMBER_RE = re.compile(r"\d+(\.\d*)?([eE][+-]?\d+)?")
 
 
 class AdError(ValueError):
@@ -35,11 +43,59 @@ class AdError(ValueError):
         self.message = message
 
 
+def _skip_string(text: str, i: int) -> int:
+    """Index just past the string literal opened at text[i]."""
+    i += 1
+    while i < len(text) and text[i] != '"':
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
+def _check_integers(text: str, field: str) -> None:
+    """An integer literal a ClassAd integer (64 bits) cannot hold is not read as written (the
+    library quietly makes it another number): refused, naming the attribute."""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            i = _skip_string(text, i)
+        elif c in DIGITS and not (i and (text[i - 1].isalnum() or text[i - 1] in "_.")):
+            m = NUMBER_RE.match(text, i)
+            if not (m.group(1) or m.group(2)) and int(m.group(0)) > INT64_MAX:
+                raise AdError(field, f"the integer {m.group(0)} is out of range (at most 2^63-1)")
+            i = m.end()
+        else:
+            i += 1
+
+
 def _parse_expr(text: str, field: str) -> ExprTree:
+    _check_integers(text, field)
     try:
         return ExprTree(text)
     except Exception as exc:  # ClassAdException: the parser's message
         raise AdError(field, f"not a valid ClassAd expression ({exc}): {text.strip()}") from None
+
+
+def _attribute_texts(body: str) -> list[tuple[str, str]]:
+    """(name, expression text) of each attribute of a new-syntax ad `[ A = 1; B = "x" ]`:
+    its `;`-separated parts, string literals and nested groups kept whole."""
+    inner = body.strip()[1:-1]
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(inner):
+        c = inner[i]
+        if c == '"':
+            i = _skip_string(inner, i)
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == ";" and depth == 0:
+            parts.append(inner[start:i])
+            start = i + 1
+        i += 1
+    parts.append(inner[start:])
+    return [(n.strip(), e) for n, sep, e in (p.partition("=") for p in parts) if sep]
 
 
 def _end_of_group(text: str, start: int) -> int:
@@ -70,6 +126,9 @@ def parse_new(text: str) -> ClassAd:
     body = text.strip()
     if not body.startswith("["):
         raise AdError("ad", "not a ClassAd in the new syntax: it must start with [")
+    if _end_of_group(body, 0) == len(body):
+        for name, expr in _attribute_texts(body):
+            _check_integers(expr, name)
     try:
         ad = ClassAd(body)
     except Exception as exc:
@@ -105,16 +164,23 @@ def parse_ad(text: str, syntax: str = "auto") -> ClassAd:
     return parse_old(text)
 
 
-def parse_site_ad(text: str, syntax: str = "auto") -> ClassAd:
+def parse_site_ad(text: str, syntax: str = "auto", max_sequence: int = SEQUENCE_MAX) -> ClassAd:
+    """A site ad fit to store; `max_sequence` is higher for the matchmaker monitor only, whose
+    re-advertisements go past the sequence numbers a site may give by one each time."""
     ad = parse_ad(text, syntax)
     name = ad.get("Name")
     if not isinstance(name, str) or not name.strip():
         raise AdError("Name", "a site ad needs a unique Name (a string)")
+    if len(name.strip()) > NAME_MAX:
+        # Cut to fit, it would be another Name, perhaps another site's.
+        raise AdError("Name", f"at most {NAME_MAX} characters, got {len(name.strip())}")
     seq = ad.get("UpdateSequenceNumber")
     if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int)):
         raise AdError(
             "UpdateSequenceNumber", f"must be an integer, got {ad.lookup('UpdateSequenceNumber')}"
         )
+    if seq is not None and not 0 <= seq <= max_sequence:
+        raise AdError("UpdateSequenceNumber", f"must be 0 to {max_sequence}, got {seq}")
     if "Requirements" not in ad:
         raise AdError("Requirements", "a site ad needs Requirements (use true to accept any job)")
     for attr in ("CurMatches", "MaxMatches"):
@@ -123,6 +189,11 @@ def parse_site_ad(text: str, syntax: str = "auto") -> ClassAd:
             raise AdError(attr, "must be an integer")
         if isinstance(value, bool):
             raise AdError(attr, "must be an integer")
+        if attr in ad:
+            value = ad.eval(attr)
+            if isinstance(value, int) and not isinstance(value, bool):
+                if not 0 <= value <= COUNT_MAX:
+                    raise AdError(attr, f"must be 0 to 10^9, got {value}")
     return ad
 
 

@@ -54,13 +54,21 @@ def _int_attr(ad: ClassAd, name: str) -> int | None:
 
 
 def site_of(ad: ClassAd) -> str:
-    """The DIRAC site a matched job's nodes go to (parameter SiteAdSiteAttributes)."""
+    """The DIRAC site a matched job's nodes go to (parameter SiteAdSiteAttributes). Raises
+    AdError naming the attribute when it is longer than a site name (cut, it would name
+    another site)."""
+    found = ("Name", str(ad["Name"]).strip())
     for attr in gdpconfig.get("SiteAdSiteAttributes"):
         if attr in ad:
             value = ad.eval(attr)
             if isinstance(value, str) and value.strip():
-                return value.strip()[:128]
-    return str(ad["Name"]).strip()[:128]
+                found = (attr, value.strip())
+                break
+    attr, site = found
+    limit = SiteAd._meta.get_field("site").max_length
+    if len(site) > limit:
+        raise ads.AdError(attr, f"names the DIRAC site: at most {limit} characters")
+    return site
 
 
 # --- site ads --------------------------------------------------------------------------------
@@ -78,8 +86,9 @@ def advertise(text: str, syntax: str = "auto", user=None, source: str = "adverti
     """condor_advertise UPDATE_STARTD_AD: store the ad under its Name, unless the stored one has
     an UpdateSequenceNumber at least as high (or the new one has none): then it is ignored, as
     the negotiator ignores it (STARTD_AD_REEVAL_EXPR). Raises AdError; nothing is stored then."""
-    ad = ads.parse_site_ad(text, syntax)
-    name = str(ad["Name"]).strip()[:255]
+    limit = ads.INT64_MAX if source == "monitor" else ads.SEQUENCE_MAX
+    ad = ads.parse_site_ad(text, syntax, max_sequence=limit)
+    name = str(ad["Name"]).strip()  # at most 255 characters (parse_site_ad)
     seq = _int_attr(ad, "UpdateSequenceNumber")
     now = clock.now()
     fields = {

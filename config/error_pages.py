@@ -2,8 +2,12 @@
 settings, just what went wrong in the visitor's terms. Under /api/ the answer is JSON, as the
 rest of the API's."""
 
+import sys
 from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.http import HttpResponse, JsonResponse
 from django.template import loader
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -17,6 +21,12 @@ MESSAGES = {
 CSRF_MESSAGE = (
     "Your form expired or your browser blocks cookies for this site: reload the page and try again."
 )
+UNAVAILABLE = "the database is unavailable; retry later"
+
+# SQLSTATEs of a failed connection rather than a failed statement: class 08 (connection
+# exception), too many connections, the server shutting down, crashed or still starting.
+_CONNECTION_STATES = ("08", "53300", "57P01", "57P02", "57P03")
+_CONNECT = getattr(BaseDatabaseWrapper.connect, "__wrapped__", BaseDatabaseWrapper.connect).__code__
 
 
 def _api(request) -> bool:
@@ -68,6 +78,44 @@ def not_found(request, exception=None):
 
 def server_error(request):
     """No context processors and no database: whatever failed may fail again."""
+    # Failures in middleware (the session or user loaded from a database that refuses) reach
+    # only this handler: sort them here.
+    if connection_failure(sys.exc_info()[1]):
+        return database_unavailable(request)
     if _api(request):
         return JsonResponse({"detail": MESSAGES[500]}, status=500)
     return HttpResponse(loader.get_template("500.html").render(), status=500)
+
+
+def connection_failure(exc: BaseException | None) -> bool:
+    """The database refused or lost the connection (server down or full, unreachable, the pool
+    exhausted): a 503 to retry. A failed statement, even an OperationalError (a deadlock, a
+    timeout), is not: it stays a 500, a bug to see."""
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is _CONNECT:  # raised while connecting, whatever the backend
+            return True
+        tb = tb.tb_next
+    # A connection that was open and is lost: psycopg's error has no SQLSTATE (it is the
+    # client's) or a connection one. SQLite's errors have no sqlstate attribute at all.
+    state = getattr(exc.__cause__, "sqlstate", "")
+    if state is None:
+        return isinstance(exc, OperationalError)
+    return bool(state) and state.startswith(_CONNECTION_STATES)
+
+
+def retry_after() -> str:
+    return str(settings.DB_RETRY_AFTER)
+
+
+def database_unavailable(request):
+    """503 with Retry-After: JSON under /api/, else the framed page, rendered without the
+    request (no context processors: no user, session or messages, all in the database)."""
+    if _api(request):
+        response = JsonResponse({"detail": UNAVAILABLE}, status=503)
+    else:
+        response = HttpResponse(loader.render_to_string("503.html"), status=503)
+    response["Retry-After"] = retry_after()
+    return response

@@ -6,9 +6,9 @@ from config import gdpconfig
 class ParameterForm(forms.Form):
     """Edit one gdpconfig parameter; the registry validates, and its message names the field."""
 
-    value = forms.CharField(
-        max_length=2000, required=False, widget=forms.TextInput(attrs={"size": 36})
-    )
+    # No length of its own: the registry bounds each parameter (the column its value feeds) and
+    # says so naming it; the request body is bounded by DATA_UPLOAD_MAX_MEMORY_SIZE.
+    value = forms.CharField(required=False, widget=forms.TextInput(attrs={"size": 36}))
     comment = forms.CharField(
         max_length=500,
         required=False,
@@ -32,4 +32,4 @@ class ParameterForm(forms.Form):
         try:
             return self.param.coerce(raw)
         except gdpconfig.ConfigError as exc:
-            raise forms.ValidationError(exc.message) from None
+            raise forms.ValidationError(str(exc)) from None  # names the parameter

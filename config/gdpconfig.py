@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
+
+from config.gdpconfig_shapes import Shape
 
 INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST, JSON = (
     "int",
@@ -36,6 +39,20 @@ KINDS = (INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST, JSON)
 # The API's limit on JSON nesting (config.api.codec.MAX_DEPTH), for values typed as text too:
 # checked before json.loads, which recurses and raised RecursionError (a 500) on "[" * 10**5.
 MAX_DEPTH = 64
+
+# Values are copied into columns, names, command lines and timedeltas, so every value is
+# bounded: text (a STR value, a list's items, a JSON value's strings and keys) has at most
+# Param.max_length characters and no control character (PostgreSQL text refuses NUL, which was a
+# 500 in _store) nor lone surrogate (not UTF-8); a list at most Param.max_items items; a JSON
+# value at most MAX_JSON_NODES values; numbers declare both bounds (register).
+MAX_TEXT = 255
+MAX_ITEMS = 100
+MAX_JSON_NODES = 50_000
+_BAD_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# A family member's name is stored in ParameterValue.name (100 characters); its suffix names a
+# gshare or a workflow (CharField(max_length=64)).
+MAX_NAME = 100
+MAX_SUFFIX = 64
 
 
 class ConfigError(ValueError):
@@ -58,6 +75,11 @@ class Param:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = ()
+    # The longest text it holds: the max_length of the column its value is copied into.
+    max_length: int = MAX_TEXT
+    max_items: int = MAX_ITEMS
+    # JSON: its keys and structure (config.gdpconfig_shapes); an unknown key is refused.
+    shape: Shape | None = field(default=None, compare=False)
     check: Callable[[Any], str | None] | None = field(default=None, compare=False)
     # Checks against the database (e.g. that a named group exists), run only when a value is
     # set: a stored value is never replaced by the default because the world changed since.
@@ -73,6 +95,13 @@ class Param:
     def coerce(self, raw: Any) -> Any:
         """Turn a JSON value, or the text of a form field, into a valid value of this parameter."""
         value = _coerce_kind(self, raw)
+        _check_text(self, value)
+        if self.kind in (INT_LIST, STR_LIST) and len(value) > self.max_items:
+            raise ConfigError(self.name, f"at most {self.max_items} items, got {len(value)}")
+        if self.shape is not None:
+            problem = self.shape.problem(value)
+            if problem:
+                raise ConfigError(self.name, problem)
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, (int, float)) and not isinstance(item, bool):
                 if self.minimum is not None and item < self.minimum:
@@ -157,6 +186,40 @@ def _coerce_kind(p: Param, raw: Any) -> Any:
     raise ConfigError(p.name, f"unknown parameter type {kind!r}")
 
 
+def _text_problem(text: str, max_length: int) -> str | None:
+    bad = _BAD_CHAR.search(text)
+    if bad:
+        return f"must not contain control characters (found U+{ord(bad.group()):04X})"
+    if len(text) > max_length:
+        return f"at most {max_length} characters, got {len(text)}"
+    return None
+
+
+def _check_text(p: Param, value: Any) -> None:
+    """Every string in the value, JSON keys included, fits p.max_length and has no control
+    character; a JSON value has at most MAX_JSON_NODES values. Iterative: any size is safe."""
+    todo, nodes = [("", value)], 0
+    while todo:
+        path, item = todo.pop()
+        nodes += 1
+        if nodes > MAX_JSON_NODES:
+            raise ConfigError(p.name, f"too large: more than {MAX_JSON_NODES} values")
+        if isinstance(item, str):
+            problem = _text_problem(item, p.max_length)
+            if problem:
+                raise ConfigError(p.name, f"{path}: {problem}" if path else problem)
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                problem = _text_problem(str(key), p.max_length)
+                if problem:
+                    raise ConfigError(p.name, f"a key of {path or 'the object'}: {problem}")
+                todo.append((f"{path}.{key}" if path else str(key), sub))
+        elif isinstance(item, list):
+            todo.extend(
+                (f"{path}[{i}]" if path else f"item {i + 1}", v) for i, v in enumerate(item)
+            )
+
+
 def _check_depth(name: str, raw: Any) -> None:
     """Refuse JSON text, or a parsed value, nested deeper than MAX_DEPTH; iterative, so any
     depth is safe to check."""
@@ -234,6 +297,12 @@ REGISTRY: dict[str, Param] = {}
 def register(param: Param) -> Param:
     if param.kind not in KINDS:
         raise ValueError(f"{param.name}: unknown kind {param.kind}")
+    # Every input bounded: a number without both bounds, or JSON without its structure, would
+    # store what a column, a timedelta or the code reading it cannot take.
+    if param.kind in (INT, FLOAT, INT_LIST) and (param.minimum is None or param.maximum is None):
+        raise ValueError(f"{param.name}: a number parameter declares its minimum and maximum")
+    if param.kind == JSON and param.shape is None:
+        raise ValueError(f"{param.name}: a JSON parameter declares its shape (keys, structure)")
     param.coerce(param.default)  # a default that fails its own validation is a programming error
     REGISTRY[param.name] = param
     return param
@@ -256,7 +325,23 @@ def family_member(name: str) -> Param | None:
     """The member `name` of a registered family (e.g. DISK_THRESHOLD_Express), or None."""
     for fam in REGISTRY.values():
         if fam.family and name.startswith(fam.prefix) and len(name) > len(fam.prefix):
+            if suffix_problem(fam, name[len(fam.prefix) :]):
+                return None
             return replace(fam, name=name, family=False)
+    return None
+
+
+def suffix_problem(fam: Param, suffix: str) -> str | None:
+    """Why `suffix` cannot name a member of the family `fam` (it names a gshare or a workflow,
+    and the member's name must fit ParameterValue.name), or None."""
+    what = fam.name[len(fam.prefix) :].strip("<>")  # "gshare", shown on the page
+    if not suffix.strip():
+        return f"give the {what} part"
+    if suffix != suffix.strip() or "/" in suffix or _BAD_CHAR.search(suffix):
+        return f"the {what} part has no surrounding spaces, / or control characters"
+    longest = min(MAX_SUFFIX, MAX_NAME - len(fam.prefix))
+    if len(suffix) > longest:
+        return f"the {what} part has at most {longest} characters"
     return None
 
 

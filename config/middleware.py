@@ -2,6 +2,8 @@ from django.conf import settings
 from django.contrib.auth.middleware import LoginRequiredMiddleware as _LoginRequired
 from django.http import JsonResponse
 
+from config.error_pages import connection_failure, database_unavailable
+
 # The schema and its viewers are for signed-in people: a browser goes to the login page and
 # comes back; a program asking for the schema gets the API's 401.
 API_DOCS = ("/api/docs/", "/api/redoc/")
@@ -58,3 +60,20 @@ def _too_big(request, message: str, status: int) -> JsonResponse:
     response = JsonResponse({"detail": message}, status=status)
     response["Connection"] = "close"
     return response
+
+
+class DatabaseUnavailableMiddleware:
+    """A view that cannot reach the database answers 503 with Retry-After (JSON under /api/),
+    in development too. A query error stays a 500. Failures in other middleware (the session
+    and user) are sorted by the 500 handler, config.error_pages.server_error."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if connection_failure(exception):
+            return database_unavailable(request)
+        return None

@@ -1,8 +1,11 @@
 """Parameters of the foundation. Each app registers its own tunables in its gdpconfig module."""
 
+import re
 from itertools import pairwise
 
 from config.gdpconfig import INT, INT_LIST, Param, register
+
+SETUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def _strictly_increasing_positive(values: list[int]) -> str | None:
@@ -15,11 +18,20 @@ def _strictly_increasing_positive(values: list[int]) -> str | None:
     return None
 
 
+def _setup_name(value: str) -> str | None:
+    """A Setup is a name (LHCb-Production): it is shown, filtered on and sent to pilots."""
+    if not SETUP_NAME.fullmatch(value):
+        return "a Setup name: letters, digits, - _ and ., starting with a letter or digit"
+    return None
+
+
 CPU_SEGMENTS = register(
     Param(
         name="CPUSegments",
         kind=INT_LIST,
         default=[500, 5000, 50000, 300000],
+        minimum=1,
+        maximum=2**31 - 1,  # TaskQueue.cpu_time, a PositiveIntegerField
         unit="s",
         category="matching",
         help=(
@@ -61,6 +73,7 @@ CYCLE_STALE_SECONDS = register(
         kind=INT,
         default=1800,
         minimum=60,
+        maximum=86400,
         unit="s",
         category="cycles",
         help=(
@@ -77,6 +90,7 @@ DEFAULT_SETUP = register(
         default="LHCb-Production",
         category="jobs",
         help="The Setup a job gets when its submission names none.",
-        check=lambda v: None if v else "must not be empty",
+        max_length=64,  # Job.setup, Task.setup and TaskQueue.setup
+        check=_setup_name,
     )
 )

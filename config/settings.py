@@ -29,6 +29,10 @@ def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
+def env_float(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
+
+
 DEBUG = env_bool("DEBUG", True)
 TESTING = env_bool("GRIDWMS_TESTING", "pytest" in sys.modules)
 # Production: DEBUG off outside the test suite (`make serve`, gunicorn -c config/gunicorn.conf.py).
@@ -111,6 +115,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.metrics.RequestMetricsMiddleware",
     "config.middleware.RequestSizeLimitMiddleware",
+    "config.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -170,12 +175,24 @@ else:
     # matcher's hot statements are prepared explicitly, so only switch automatic preparation
     # off (a threshold never reached) instead of disabling it.
     DATABASES["default"]["OPTIONS"] = {"prepare_threshold": 10**9}
+    # A server that does not answer fails the request in seconds (a 503, below), not after
+    # the kernel's TCP timeout.
+    DATABASES["default"]["OPTIONS"]["connect_timeout"] = env_int("DB_CONNECT_TIMEOUT", 5)
     if env_bool("DB_POOL", False):
-        DATABASES["default"]["OPTIONS"]["pool"] = True
+        # Bounded per process. A request waits at most DB_POOL_TIMEOUT seconds for a free
+        # connection, then answers 503 with Retry-After rather than queueing behind a burst.
+        DATABASES["default"]["OPTIONS"]["pool"] = {
+            "min_size": env_int("DB_POOL_MIN_SIZE", 1),
+            "max_size": env_int("DB_POOL_MAX_SIZE", env_int("WEB_THREADS", 4)),
+            "timeout": env_float("DB_POOL_TIMEOUT", 5.0),
+        }
     else:
         # Persistent connections: a new one costs a pilot's request ~6 ms (connect + plan).
         DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60)
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A request that cannot reach the database (refused, down, the pool exhausted) answers 503 with
+# this Retry-After, in seconds (config.error_pages.database_unavailable).
+DB_RETRY_AFTER = env_int("DB_RETRY_AFTER", 5)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "shares.User"

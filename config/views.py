@@ -66,10 +66,12 @@ def parameters(request):
         family = gdpconfig.REGISTRY.get(name)
         if family is not None and family.family:
             # A new member of a family: its name is the prefix plus the suffix typed in.
-            name = family.prefix + request.POST.get("suffix", "").strip()
-            if name == family.prefix:
-                messages.error(request, f"{family.name}: give the {family.name[len(name) :]} part")
+            suffix = request.POST.get("suffix", "").strip()
+            problem = gdpconfig.suffix_problem(family, suffix)
+            if problem:
+                messages.error(request, f"{family.name}: {problem}")
                 return redirect(f"{request.path}#param-{family.name}")
+            name = family.prefix + suffix
         p = _param_or_404(name)
         form = ParameterForm(request.POST, param=p, prefix=p.name)
         if form.is_valid():
@@ -82,7 +84,13 @@ def parameters(request):
                 return redirect(nxt)
             return redirect(f"{request.path}#param-{p.name}")
         forms_by_name[p.name] = form
-    return render(request, "config/parameters.html", {"categories": _rows(forms_by_name)})
+    # A refused value: the page again with the error beside its field, as a 400.
+    return render(
+        request,
+        "config/parameters.html",
+        {"categories": _rows(forms_by_name)},
+        status=400 if forms_by_name else 200,
+    )
 
 
 @staff_required

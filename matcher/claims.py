@@ -86,14 +86,16 @@ class MatchedJob:
     requirements: dict
 
 
-def _claim(tq_id: int, priority: int, resource, pilot_reference, rng) -> MatchedJob | None:
+def _claim(
+    tq_id: int, priority: int, resource, pilot_reference, rng, pilot_id=None
+) -> MatchedJob | None:
     """Claim one of the ten lowest free JobIDs at this priority; None if there is none."""
-    fields = _claim_fields(resource, pilot_reference)
+    fields = _claim_fields(resource, pilot_reference, pilot_id)
     if connection.vendor == "postgresql":
         try:
             return _claim_postgresql(tq_id, priority, rng, fields)
         except OperationalError:
-            return None  # lost a race (a deadlock with a concurrent kill, say): next candidate
+            return None  # failed (a lock or statement timeout, say): the next candidate
     return _claim_orm(tq_id, priority, rng, fields)
 
 
@@ -109,14 +111,16 @@ _JOB_COLUMNS = [
 ]
 
 # One statement, hence one transaction and one round trip: lock the ten lowest free job ids at
-# this priority (SKIP LOCKED: rows another matcher is claiming are not candidates, so matchers
-# never wait for each other), pick one at random, delete its membership, move the job
-# activated -> sent, decrement the count, write the history, and return what the pilot needs.
+# this priority, each membership with its job row (SKIP LOCKED: jobs another matcher is
+# claiming, or a kill or a reschedule holds, are not candidates: a claim never waits for a job
+# or a membership, so it never deadlocks with a service that locks the job first, then its
+# membership), pick one at random, delete its membership, move the job activated -> sent,
+# decrement the count, write the history, and return what the pilot needs.
 _CLAIM_SQL = """
 WITH cand AS (
-    SELECT job_id FROM matcher_taskqueuejob
-    WHERE task_queue_id = %(tq)s AND user_priority = %(prio)s
-    ORDER BY job_id LIMIT {limit} FOR UPDATE SKIP LOCKED
+    SELECT m.job_id FROM matcher_taskqueuejob m JOIN matcher_job j ON j.id = m.job_id
+    WHERE m.task_queue_id = %(tq)s AND m.user_priority = %(prio)s
+    ORDER BY m.job_id LIMIT {limit} FOR UPDATE OF m, j SKIP LOCKED
 ), pick AS (
     SELECT job_id FROM cand ORDER BY job_id
     LIMIT 1 OFFSET (%(r)s %% GREATEST((SELECT count(*) FROM cand), 1))
@@ -129,7 +133,7 @@ WITH cand AS (
 ), upd AS (
     UPDATE matcher_job j SET status = 'sent', status_reason = %(reason)s,
         status_changed = %(now)s, site = %(site)s, grid_ce = %(grid_ce)s,
-        pilot_reference = %(pilot_reference)s
+        pilot_reference = %(pilot_reference)s, pilot_id = %(pilot_id)s
     FROM del WHERE j.id = del.job_id AND j.status = 'activated'
     RETURNING j.*
 ), hist AS (
@@ -168,7 +172,8 @@ def _claim_postgresql(tq_id, priority, rng, fields) -> MatchedJob | None:
 
 
 def _claim_orm(tq_id, priority, rng, fields) -> MatchedJob | None:
-    """The same claim for SQLite, whose writes are serialised (BEGIN IMMEDIATE)."""
+    """The same claim for SQLite, whose writes are serialised (BEGIN IMMEDIATE): it has no
+    row locks, so the PostgreSQL statement's lock order (job with membership) is moot here."""
     while True:
         with sqlite_turn():
             found, took_any = _claim_orm_once(tq_id, priority, rng, fields)
@@ -224,6 +229,7 @@ def _claim_orm_once(tq_id, priority, rng, fields):
                 site=fields["site"],
                 grid_ce=fields["grid_ce"],
                 pilot_reference=fields["pilot_reference"],
+                pilot_id=fields["pilot_id"],
             )
             if moved != 1:
                 continue  # a stray membership of a job no longer waiting: dropped, go on
@@ -291,10 +297,10 @@ WITH lv AS (
         WHERE t.id = %(tq)s AND (t.owner_id = %(owner)s::bigint OR g.job_sharing)
     ) AS allowed
 ), cand AS (
-    SELECT job_id FROM matcher_taskqueuejob
-    WHERE task_queue_id = %(tq)s AND user_priority = (SELECT p FROM win)
+    SELECT m.job_id FROM matcher_taskqueuejob m JOIN matcher_job j ON j.id = m.job_id
+    WHERE m.task_queue_id = %(tq)s AND m.user_priority = (SELECT p FROM win)
       AND (SELECT allowed FROM ok)
-    ORDER BY job_id LIMIT {limit} FOR UPDATE SKIP LOCKED
+    ORDER BY m.job_id LIMIT {limit} FOR UPDATE OF m, j SKIP LOCKED
 ), pick AS (
     SELECT job_id FROM cand ORDER BY job_id
     LIMIT 1 OFFSET (%(r)s %% GREATEST((SELECT count(*) FROM cand), 1))
@@ -308,7 +314,7 @@ WITH lv AS (
 ), upd AS (
     UPDATE matcher_job j SET status = 'sent', status_reason = %(reason)s,
         status_changed = %(now)s, site = %(site)s, grid_ce = %(grid_ce)s,
-        pilot_reference = %(pilot_reference)s
+        pilot_reference = %(pilot_reference)s, pilot_id = %(pilot_id)s
     FROM del WHERE j.id = del.job_id AND j.status = 'activated'
     RETURNING j.*
 ), hist AS (
@@ -325,11 +331,12 @@ LEFT JOIN shares_gridgroup g ON g.id = upd.owner_group_id
 """.format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS))
 
 
-def _claim_fields(resource, pilot_reference: str) -> dict:
+def _claim_fields(resource, pilot_reference: str, pilot_id: int | None = None) -> dict:
     return {
         "site": resource.site or "",
         "grid_ce": resource.grid_ce or "",
         "pilot_reference": pilot_reference[:255],
+        "pilot_id": pilot_id,  # the Pilot the claim binds the job to (pilot_registry.py)
         "reason": f"matched to pilot {pilot_reference or '?'} at {resource.site}"[:255],
         "now": clock.now(),
     }
@@ -351,7 +358,7 @@ def _drawn_claim_postgresql(tq_id, uniforms, rng, mode, owner_id, fields):
             try:
                 cur.execute(_DRAWN_CLAIM_SQL, params, prepare=True)
             except OperationalError:
-                return Claimed(None, 1), {}  # lost a race (a deadlock with a kill): next TQ
+                return Claimed(None, 1), {}  # failed (a lock or statement timeout): next TQ
             taken, winner, allowed, levels, jobs, *rest = cur.fetchone()
             counts = dict(zip(levels or [], jobs or [], strict=True))
             waiting = sum(counts.values())
@@ -380,12 +387,14 @@ def claim_in(
     pilot_reference: str,
     rng: random.Random,
     mode: str,
+    pilot_id: int | None = None,
 ) -> Claimed:
-    """Draw the UserPriority and claim a job of this TaskQueue for the resource."""
+    """Draw the UserPriority and claim a job of this TaskQueue for the resource (and bind it
+    to the pilot `pilot_id`, whose credential alone may then report on it)."""
     uniforms = [1.0 - rng.random() for _ in range(USER_PRIORITIES)]
     owner_id = resource.owner_id if resource.private else None
     if connection.vendor == "postgresql" and FOLD_DRAW:
-        fields = _claim_fields(resource, pilot_reference)
+        fields = _claim_fields(resource, pilot_reference, pilot_id)
         claimed, counts = _drawn_claim_postgresql(tq_id, uniforms, rng, mode, owner_id, fields)
         if claimed.job is not None or not counts:
             return claimed
@@ -399,14 +408,14 @@ def claim_in(
             return Claimed(None, waiting, allowed=False)
         if max(counts) < USER_PRIORITIES:
             priority = races.winning_user_priority(counts, uniforms, mode)
-            job = _claim(tq_id, priority, resource, pilot_reference, rng)
+            job = _claim(tq_id, priority, resource, pilot_reference, rng, pilot_id)
             if job is not None:
                 return Claimed(job, waiting)
             counts.pop(priority)
     # The drawn priority had no free job (claimed meanwhile): draw among the others.
     while counts:
         priority = matching.draw_user_priority(counts, rng, mode)
-        job = _claim(tq_id, priority, resource, pilot_reference, rng)
+        job = _claim(tq_id, priority, resource, pilot_reference, rng, pilot_id)
         if job is not None:
             return Claimed(job, waiting)
         counts.pop(priority)

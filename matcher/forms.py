@@ -63,6 +63,16 @@ class JDLForm(forms.Form):
         help_text='DIRAC JDL in ClassAd syntax, e.g. CPUTime = 3600; Site = {"LCG.CERN.ch"};',
     )
 
+    def clean_jdl(self):
+        # Stored with the job: bounded before anything parses it (the MaxJDLBytes parameter).
+        text = self.cleaned_data["jdl"]
+        size, limit = len(text.encode()), gdpconfig.get("MaxJDLBytes")
+        if size > limit:
+            raise forms.ValidationError(
+                f"The JDL is {size} bytes; at most {limit} (the MaxJDLBytes parameter)."
+            )
+        return text
+
 
 class ResourceForm(forms.Form):
     """A resource description as a pilot would present it (the match page)."""

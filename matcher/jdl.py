@@ -54,10 +54,11 @@ class JDLError(ValueError):
         self.message = message
 
 
-def parse_jdl(text: str) -> tuple[dict, dict[str, str]]:
+def parse_jdl(text: str, max_attributes: int | None = None) -> tuple[dict, dict[str, str]]:
     """Parse a JDL into (submission payload, {payload key: JDL attribute name}).
 
-    Raises JDLError naming the JDL attribute (or "JDL" when the text does not parse).
+    Raises JDLError naming the JDL attribute (or "JDL" when the text does not parse, or has
+    more than `max_attributes` attributes).
     """
     body = text.strip()
     if not body:
@@ -68,6 +69,11 @@ def parse_jdl(text: str) -> tuple[dict, dict[str, str]]:
         ad = classad2.ClassAd(body)
     except Exception as exc:  # the library raises ClassAdException or ValueError
         raise JDLError("JDL", f"not valid ClassAd syntax ({exc})") from None
+    if max_attributes is not None and len(ad) > max_attributes:
+        raise JDLError(
+            "JDL",
+            f"{len(ad)} attributes; at most {max_attributes} (the MaxJDLAttributes parameter)",
+        )
 
     payload: dict = {}
     names: dict[str, str] = {}

@@ -38,6 +38,7 @@ _rng = random.Random()
 class Match:
     job: MatchedJob
     task_queue_id: int
+    pilot_reference: str = ""  # the pilot the job is bound to (told back to it)
 
 
 def taskqueue_definitions() -> list[matching.TQ]:
@@ -71,18 +72,20 @@ def match_job(
     pilot_reference: str = "",
     rng: random.Random | None = None,
     mode: str | None = None,
+    pilot_id: int | None = None,
 ) -> Match | None:
-    """Give the resource one job, or None when no waiting job fits it."""
+    """Give the resource one job, or None when no waiting job fits it. The job is bound to
+    the pilot `pilot_id` (pilot_registry.resolve_pilot): only its credential reports on it."""
     rng = rng or _rng
     mode = mode or gdpconfig.get("MatchDrawMode")
     exhausted: list[int] = []
     for race in view.races_for(resource):
         for tq_id in races.order(race, rng, mode):
-            claimed = claims.claim_in(tq_id, resource, pilot_reference, rng, mode)
+            claimed = claims.claim_in(tq_id, resource, pilot_reference, rng, mode, pilot_id)
             if claimed.job is not None:
                 if claimed.waiting == 1:
                     _drop_quietly([tq_id])  # that was its last job
-                return Match(job=claimed.job, task_queue_id=tq_id)
+                return Match(claimed.job, tq_id, pilot_reference)
             if claimed.waiting == 0:
                 exhausted.append(tq_id)
     if exhausted:

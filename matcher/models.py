@@ -121,6 +121,16 @@ class Job(models.Model):
     pilot_reference = models.CharField(
         max_length=255, blank=True, default="", db_default="", help_text="the pilot it went to"
     )
+    # The pilot that claimed it, set by the claim itself: only that pilot's credential reports
+    # on the job. No database constraint: the retention cycle deletes old pilots, never jobs.
+    pilot = models.ForeignKey(
+        "Pilot",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="claimed_jobs",
+    )
     heartbeat = models.DateTimeField(null=True, blank=True, help_text="the pilot's last word")
     # PanDA's currentPriority (a task's jobs take the task's priority) and jobSubStatus (set by
     # an own stage-out mechanism): the timeout rules read both.
@@ -300,7 +310,9 @@ PILOT_FINAL_STATES = (PilotStatus.DONE, PilotStatus.FAILED, PilotStatus.ABORTED)
 class Pilot(models.Model):
     """A pilot the director submitted (DIRAC's PilotAgents table)."""
 
-    reference = models.CharField(max_length=255, unique=True)
+    # Unique per credential (the constraint below), not globally: another credential's pilot
+    # with the same reference is another pilot.
+    reference = models.CharField(max_length=255)
     task_queue_id = models.BigIntegerField(db_index=True)
     owner_dn = models.CharField(max_length=255)
     owner_group = models.CharField(max_length=64)
@@ -328,6 +340,11 @@ class Pilot(models.Model):
         indexes = [
             models.Index(fields=["task_queue_id", "status", "submitted"], name="pilot_tq_status"),
             models.Index(fields=["status", "next_event"], name="pilot_status_next"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["credential_user", "reference"], name="pilot_credential_reference_unique"
+            )
         ]
 
     def __str__(self) -> str:

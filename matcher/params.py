@@ -1,6 +1,9 @@
 """The matcher's live parameters (gdpconfig)."""
 
+from urllib.parse import urlsplit
+
 from config.gdpconfig import BOOL, CHOICE, FLOAT, INT, JSON, STR, STR_LIST, Param, register
+from config.gdpconfig_shapes import Number, Obj, Text
 from matcher.matching import DRAW_MODES, PROPORTIONAL
 
 MATCH_DRAW_MODE = register(
@@ -21,6 +24,24 @@ MATCH_DRAW_MODE = register(
 
 # --- the pilot director (seeds/dirac-taskqueue-director.txt; defaults from DIRAC's agent) ------
 POOL_BACKENDS = ("simulated", "local", "external")
+# A pool name is stored in Pilot.submit_pool and DirectorDecision.submit_pool (64 characters).
+POOL_NAME = 64
+MAX_CPU_SECONDS = 31_536_000  # a year of CPU seconds, as a job's CPUTime (MAX_CPU_TIME)
+
+
+def _no_empty_name(values: list[str]) -> str | None:
+    return "names must not be empty" if any(not v for v in values) else None
+
+
+def _http_url(value: str) -> str | None:
+    """The URL a local pilot is started with (its --url): http(s), a host, no spaces."""
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # an unbalanced [IPv6 host]
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc or " " in value:
+        return "an http:// or https:// URL with a host"
+    return None
 
 
 def _reg(name, kind, default, help, **kw):
@@ -52,6 +73,7 @@ _reg(
     "Lower limit of the CPU time used in the boost maxCPU / max(CPU, lowestCPUBoost).",
     unit="s",
     minimum=1,
+    maximum=MAX_CPU_SECONDS,
 )
 _reg(
     "extraPilotFraction",
@@ -61,7 +83,14 @@ _reg(
     minimum=0,
     maximum=100,
 )
-_reg("extraPilots", INT, 4, "Extra waiting pilots always allowed per TaskQueue.", minimum=0)
+_reg(
+    "extraPilots",
+    INT,
+    4,
+    "Extra waiting pilots always allowed per TaskQueue.",
+    minimum=0,
+    maximum=10_000,
+)
 _reg(
     "maxPilotWaitingHours",
     FLOAT,
@@ -69,6 +98,7 @@ _reg(
     "A pilot waiting longer than this in the middleware no longer counts as waiting.",
     unit="h",
     minimum=0,
+    maximum=24 * 366,
 )
 _reg(
     "PrivatePilotFraction",
@@ -83,8 +113,17 @@ _reg(
     STR_LIST,
     ["gLite", "Local", "DIRAC", "SAM"],
     "Submit pools known to the system.",
+    max_length=POOL_NAME,
+    check=_no_empty_name,
 )
-_reg("DefaultSubmitPools", STR_LIST, ["gLite"], "Pools for TaskQueues that name none.")
+_reg(
+    "DefaultSubmitPools",
+    STR_LIST,
+    ["gLite"],
+    "Pools for TaskQueues that name none.",
+    max_length=POOL_NAME,
+    check=_no_empty_name,
+)
 _reg(
     "SubmitPoolBackends",
     JSON,
@@ -92,19 +131,24 @@ _reg(
     "The backend of each submit pool: simulated (a simulated CE), local (a real pilot process) "
     "or external (pilots started by hand or by another director: this one sends none; the "
     "seed's TaskQueue director handles gLite and SAM only).",
-    check=lambda v: (
-        None
-        if isinstance(v, dict) and all(b in POOL_BACKENDS for b in v.values())
-        else "an object mapping pools to simulated, local or external"
-    ),
+    shape=Obj(rest=Text(choices=POOL_BACKENDS), rest_key=Text(POOL_NAME, empty=False)),
 )
 _reg(
     "GenericPilotDN",
     STR,
     "/DC=ch/DC=cern/OU=Organic Units/OU=Users/CN=pilot",
     "Identity of generic pilots.",
+    max_length=255,  # Pilot.owner_dn, Credential.dn
+    check=lambda v: None if v.startswith("/") else "a DN: /DC=.../CN=...",
 )
-_reg("GenericPilotGroup", STR, "lhcb_pilot", "Group of generic pilots.")
+_reg(
+    "GenericPilotGroup",
+    STR,
+    "lhcb_pilot",
+    "Group of generic pilots.",
+    max_length=64,  # Pilot.owner_group, GridGroup.name
+    check=lambda v: None if v else "must not be empty",
+)
 _reg("minThreadsInPool", INT, 1, "Submit pool: threads kept.", minimum=1, maximum=64)
 _reg("maxThreadsInPool", INT, 4, "Submit pool: most threads at once.", minimum=1, maximum=64)
 _reg(
@@ -113,21 +157,74 @@ _reg(
     40,
     "Submit pool: most submissions queued at once; beyond, a TaskQueue waits a cycle.",
     minimum=1,
+    maximum=100_000,
 )
-_reg("PilotProxyMinDays", FLOAT, 5.0, "Least lifetime left on a pilot credential.", unit="d")
+_reg(
+    "PilotProxyMinDays",
+    FLOAT,
+    5.0,
+    "Least lifetime left on a pilot credential.",
+    unit="d",
+    minimum=0,
+    maximum=366,
+)
 _reg("ListMatch", BOOL, True, "List-match the CEs that fit a TaskQueue before submitting.")
 _reg(
     "LocalPilotURL",
     STR,
     "http://127.0.0.1:8000",
     "Where pilots of the local backend reach this server.",
+    check=_http_url,
 )
-_reg("LocalPilotMaxSeconds", INT, 120, "Run time limit of a local pilot.", unit="s", minimum=1)
+_reg(
+    "LocalPilotMaxSeconds",
+    INT,
+    120,
+    "Run time limit of a local pilot.",
+    unit="s",
+    minimum=1,
+    maximum=7 * 86400,
+)
 _reg(
     "SimulatedPilotSeconds",
     JSON,
     {"Submitted": 30, "Scheduled": 60, "Aborted": 0.05, "JobFailed": 0.05, "CPUScale": 0.01},
     "The simulated CE: seconds in Submitted and Scheduled, the chance a pilot aborts and a "
     "job fails, and job run time = CPUTime x CPUScale seconds.",
-    check=lambda v: None if isinstance(v, dict) else "an object",
+    shape=Obj(
+        {
+            "Submitted": Number(0, 86400),
+            "Scheduled": Number(0, 86400),
+            "Aborted": Number(0, 1),
+            "JobFailed": Number(0, 1),
+            # run time = CPUTime x CPUScale: at most 10 x a year stays a datetime
+            "CPUScale": Number(0, 10),
+        }
+    ),
+)
+
+# --- the web form's JDL (matcher/forms.py, matcher/jdl.py) -------------------------------------
+MAX_JDL_BYTES = register(
+    Param(
+        name="MaxJDLBytes",
+        kind=INT,
+        default=65536,
+        minimum=1024,
+        maximum=1048576,
+        unit="B",
+        category="jobs",
+        help="The largest JDL the Submit a job form takes (UTF-8 bytes); it is stored with the "
+        "job.",
+    )
+)
+MAX_JDL_ATTRIBUTES = register(
+    Param(
+        name="MaxJDLAttributes",
+        kind=INT,
+        default=200,
+        minimum=10,
+        maximum=10000,
+        category="jobs",
+        help="The most attributes a JDL from the Submit a job form may have.",
+    )
 )

@@ -492,15 +492,20 @@ def set_pilot_status(pilot_id: int, to: str, reason: str = "", next_event=None) 
     return pilot
 
 
-def report_job(job_id: int, to: str, reason: str = "", pilot_reference: str | None = None) -> Job:
+def _not_held(job_id: int, pilot_id: int) -> PilotError:
+    reference = Pilot.objects.filter(pk=pilot_id).values_list("reference", flat=True).first()
+    return PilotError(f"job {job_id} is no longer held by pilot {reference or pilot_id}")
+
+
+def report_job(job_id: int, to: str, reason: str = "", pilot_id: int | None = None) -> Job:
     """A pilot's report on the job it runs: the job moves along PanDA's states. With a
-    `pilot_reference`, only while that pilot still holds the job (checked under the lock: a
+    `pilot_id`, only while that pilot still holds the job (checked under the lock: a
     reschedule may have revoked the claim since the caller looked)."""
     now = clock.now()
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job_id)
-        if pilot_reference is not None and job.pilot_reference != pilot_reference:
-            raise PilotError(f"job {job_id} is no longer held by pilot {pilot_reference}")
+        if pilot_id is not None and job.pilot_id != pilot_id:
+            raise _not_held(job_id, pilot_id)
         if to not in JOB_TRANSITIONS.get(job.status, set()):
             raise PilotError(f"job {job_id} is {job.status}, it cannot become {to}")
         JobStatusHistory.objects.create(
@@ -513,18 +518,28 @@ def report_job(job_id: int, to: str, reason: str = "", pilot_reference: str | No
             now,
         )
         job.save(update_fields=["status", "status_reason", "status_changed", "heartbeat"])
-    if to in (JobStatus.FINISHED, JobStatus.FAILED) and job.pilot_reference:
+    if to in (JobStatus.FINISHED, JobStatus.FAILED) and job.pilot_id:
         from django.db.models import F
 
-        Pilot.objects.filter(reference=job.pilot_reference).update(jobs_done=F("jobs_done") + 1)
+        Pilot.objects.filter(pk=job.pilot_id).update(jobs_done=F("jobs_done") + 1)
     return job
 
 
-def heartbeat(job_id: int, pilot_reference: str | None = None) -> None:
+def heartbeat(job_id: int, pilot_id: int | None = None) -> None:
+    """The job's heartbeat moves. With a `pilot_id` (a pilot's report), only while that pilot
+    holds the job in a state a pilot holds it in: else PilotError, nothing moved."""
     jobs = Job.objects.filter(pk=job_id)
-    if pilot_reference is not None:
-        jobs = jobs.filter(pilot_reference=pilot_reference)  # not after its claim was revoked
-    jobs.update(heartbeat=clock.now())
+    if pilot_id is None:
+        jobs.update(heartbeat=clock.now())
+        return
+    if jobs.filter(pilot_id=pilot_id, status__in=list(JOB_TRANSITIONS)).update(
+        heartbeat=clock.now()
+    ):
+        return
+    current = jobs.values_list("status", "pilot_id").first()
+    if current is None or current[1] != pilot_id:
+        raise _not_held(job_id, pilot_id)
+    raise PilotError(f"job {job_id} is {current[0]}: no pilot holds it, no heartbeat")
 
 
 def pilot_may_report(user, pilot: Pilot) -> bool:
@@ -559,7 +574,9 @@ def _pilot_resource(pilot: Pilot, ces: dict) -> matching.Resource | None:
 def _start_next_job(pilot: Pilot, ces, sim, rng, now) -> bool:
     """The pilot asks the matcher; a job it gets starts running on the simulated CE."""
     resource = _pilot_resource(pilot, ces)
-    found = match.match_job(resource, pilot.reference, rng=rng) if resource else None
+    found = None
+    if resource is not None:
+        found = match.match_job(resource, pilot.reference, rng=rng, pilot_id=pilot.pk)
     if found is None:
         return False
     job = found.job
@@ -602,9 +619,7 @@ def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> d
                 set_pilot_status(pilot.pk, PilotStatus.DONE, "no job for it")
                 counts["done"] += 1
         elif pilot.status == PilotStatus.RUNNING:
-            current = Job.objects.filter(
-                pilot_reference=pilot.reference, status=JobStatus.RUNNING
-            ).first()
+            current = Job.objects.filter(pilot=pilot, status=JobStatus.RUNNING).first()
             if current is not None:
                 failed = rng.random() < float(sim.get("JobFailed", 0.05))
                 report_job(

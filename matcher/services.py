@@ -7,6 +7,8 @@ else writes jobs or TaskQueue membership.
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
@@ -33,8 +35,11 @@ class JobActionError(Exception):
     """An action that the job's state does not allow (answered as 409 by the API)."""
 
 
-def _retry_on_race(fn, attempts: int = 3):
-    """Run `fn` (one transaction) again when it lost a race with a TaskQueue being dropped."""
+def _retry_on_race(fn, attempts: int = 5):
+    """Run `fn` (one transaction) again when it lost a race: a TaskQueue dropped under it (its
+    foreign key is checked at commit), a deadlock or a serialisation failure (psycopg's
+    DeadlockDetected and SerializationFailure reach Django as OperationalError). A short
+    random pause first, so that the transactions that collided do not collide again."""
     for attempt in range(attempts):
         try:
             return fn()
@@ -42,6 +47,7 @@ def _retry_on_race(fn, attempts: int = 3):
             if attempt == attempts - 1:
                 raise
             log.info("retrying a transaction that lost a race (attempt %d)", attempt + 2)
+            time.sleep(random.uniform(0, 0.005 * 2**attempt))
     return None
 
 
@@ -354,7 +360,8 @@ def can_act_on(user, job: Job) -> bool:
 
 
 def _leave_taskqueue(job_id: int) -> int:
-    """Remove a job from its TaskQueue's membership and counts; returns 1 if it was in."""
+    """Remove a job from its TaskQueue's membership and counts; returns 1 if it was in. Call
+    with the job's row locked (`_lock_job`): the job first, then its membership."""
     rows = list(
         TaskQueueJob.objects.select_for_update()
         .filter(job_id=job_id)
@@ -375,17 +382,23 @@ def _refuse_unless_allowed(action: str, job: Job, user) -> None:
         )
 
 
+def _lock_job(job_id: int) -> Job:
+    """The job's row, locked: the first lock of every job transition, before its TaskQueue
+    membership (the matcher's claim skips a locked job), so that two transitions of one job
+    wait for each other instead of deadlocking."""
+    return Job.objects.select_for_update(of=("self",)).select_related("owner_group").get(pk=job_id)
+
+
 def kill_job(job_id: int, user, reason: str = "") -> Job:
-    with transaction.atomic():
-        # The membership first, then the job: the matcher's claim locks them in that order,
-        # so a kill and a claim of the same job wait for each other instead of deadlocking.
-        # (Should the job turn out final, the transaction rolls the membership back.)
-        left = _leave_taskqueue(job_id)
-        job = (
-            Job.objects.select_for_update(of=("self",)).select_related("owner_group").get(pk=job_id)
-        )
-        _refuse_unless_allowed("kill", job, user)
-        _change_status(job, JobStatus.CANCELLED, reason or f"killed by {user.get_username()}")
+    def attempt() -> tuple[Job, int]:
+        with transaction.atomic():
+            job = _lock_job(job_id)
+            _refuse_unless_allowed("kill", job, user)
+            left = _leave_taskqueue(job_id)
+            _change_status(job, JobStatus.CANCELLED, reason or f"killed by {user.get_username()}")
+            return job, left
+
+    job, left = _retry_on_race(attempt)
     if left and job.task_queue_id:
         _housekeeping(drop_empty_taskqueues, [job.task_queue_id])
     return job
@@ -408,11 +421,7 @@ def reschedule_job(job_id: int, user) -> Job:
     def attempt() -> Job:
         nonlocal old_tq
         with transaction.atomic():
-            job = (
-                Job.objects.select_for_update(of=("self",))
-                .select_related("owner_group")
-                .get(pk=job_id)
-            )
+            job = _lock_job(job_id)
             _refuse_unless_allowed("reschedule", job, user)
             limit = gdpconfig.get("MaxRescheduling")
             if job.reschedule_count >= limit:
@@ -435,6 +444,7 @@ def reschedule_job(job_id: int, user) -> Job:
                 site="",
                 grid_ce="",
                 pilot_reference="",
+                pilot=None,
                 reschedule_count=job.reschedule_count + 1,
             )
             return job

@@ -69,9 +69,7 @@ def job_detail(request, pk):
         "warnings": selectors.job_warnings([job])[job.pk] if job.status == "activated" else [],
         "default_setup": gdpconfig.get("DefaultSetup"),
         "why": why.explain(job),
-        "pilot": Pilot.objects.filter(reference=job.pilot_reference).first()
-        if job.pilot_reference
-        else None,
+        "pilot": Pilot.objects.filter(pk=job.pilot_id).first() if job.pilot_id else None,
     }
     return render(request, "matcher/job_detail.html", context)
 
@@ -134,7 +132,7 @@ def job_submit(request):
             if jdl_form.is_valid():
                 text = jdl_form.cleaned_data["jdl"]
                 try:
-                    payload, names = parse_jdl(text)
+                    payload, names = parse_jdl(text, gdpconfig.get("MaxJDLAttributes"))
                 except JDLError as exc:
                     jdl_errors.append(f"{exc.field}: {exc.message}")
                 else:

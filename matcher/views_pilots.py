@@ -23,7 +23,7 @@ def pilot_detail(request, pk):
     context = {
         "pilot": pilot,
         "history": pilot.history.all(),
-        "jobs": Job.objects.visible_to(request.user).filter(pilot_reference=pilot.reference),
+        "jobs": Job.objects.visible_to(request.user).filter(pilot=pilot),
     }
     return render(request, "matcher/pilot_detail.html", context)
 

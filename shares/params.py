@@ -1,8 +1,29 @@
 """Fair-share parameters (gdpconfig): consolidation, the correction switch and the correctors."""
 
 from config.gdpconfig import BOOL, CHOICE, INT, JSON, STR_LIST, Param, register
-from shares.corrections import SEED_EXAMPLE, parse_instances
+from config.gdpconfig_shapes import Number, Obj, Text
+from shares.corrections import MAX_TIME_SPAN, SEED_EXAMPLE, parse_instances
 from shares.priorities import AVG, SUM
+
+# The seed's layout: instances (CorrectionRecord.instance, 100 characters) of options and named
+# slices; _check_wmshistory then reads it as the corrector does (one instance per group, ...).
+WMSHISTORY = Obj(
+    rest=Obj(
+        {"Group": Text(64, empty=False), "MaxGlobalCorrectionFactor": Number(1, 1000)},
+        required=("MaxGlobalCorrectionFactor",),
+        rest=Obj(
+            {
+                "TimeSpan": Number(1, MAX_TIME_SPAN, integer=True),
+                "Weight": Number(0, 1e6),
+                "MaxCorrection": Number(1, 1000),
+            },
+            required=("TimeSpan", "Weight", "MaxCorrection"),
+        ),
+        max_keys=26,  # the options and up to 24 slices, each a usage query per cycle
+    ),
+    rest_key=Text(100, empty=False),
+    max_keys=50,
+)
 
 
 def _check_wmshistory(value) -> str | None:
@@ -82,6 +103,7 @@ register(
             "group); each has MaxGlobalCorrectionFactor and slices {TimeSpan s, Weight, "
             "MaxCorrection}."
         ),
+        shape=WMSHISTORY,
         check=_check_wmshistory,
         check_on_set=_check_wmshistory_groups,
     )
@@ -92,6 +114,7 @@ register(
         kind=INT,
         default=24,
         minimum=1,
+        maximum=24 * 366,
         unit="h",
         category="shares",
         help="Usage samples keep 1-minute resolution this long, then are thinned to 1 hour.",
@@ -103,6 +126,7 @@ register(
         kind=INT,
         default=8,
         minimum=1,
+        maximum=3660,
         unit="d",
         category="shares",
         help="Usage samples older than this are deleted (keep more than the longest TimeSpan).",

@@ -50,6 +50,7 @@ _reg(
     4000,
     "No new work arrives while more jobs than this wait.",
     minimum=0,
+    maximum=10**7,
 )
 _reg(
     "SimTickSeconds",
@@ -65,4 +66,5 @@ _reg(
     3600.0,
     "The fastest the simulated clock may run (simulated seconds per real second).",
     minimum=1,
+    maximum=86400,  # a simulated day per second: now() stays a datetime for years
 )

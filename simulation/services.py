@@ -270,9 +270,9 @@ def send_heartbeats(now) -> int:
     do not."""
     live = Pilot.objects.filter(
         grid_type="Simulated", status=PilotStatus.RUNNING, next_event__isnull=False
-    ).values("reference")
+    ).values("pk")
     return Job.objects.filter(
-        status__in=(JobStatus.STARTING, JobStatus.RUNNING), pilot_reference__in=live
+        status__in=(JobStatus.STARTING, JobStatus.RUNNING), pilot_id__in=live
     ).update(heartbeat=now)
 
 

@@ -6,6 +6,8 @@ import multiprocessing
 import pytest
 from django.db import connection, connections
 
+from tests._invariants import assert_job_invariants
+
 pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
 
 # spawn, not fork: a forked child would share the parent's open database sockets (the live
@@ -90,6 +92,7 @@ def test_concurrent_submissions_of_one_new_definition_make_one_taskqueue(users):
     tq = TaskQueue.objects.get()
     assert TaskQueueJob.objects.filter(task_queue=tq).count() == 60
     assert set(Job.objects.values_list("task_queue_id", flat=True)) == {tq.pk}
+    assert_job_invariants()
 
 
 def test_kills_emptying_a_taskqueue_while_others_submit_lose_no_job(users):
@@ -116,6 +119,7 @@ def test_kills_emptying_a_taskqueue_while_others_submit_lose_no_job(users):
     assert Job.objects.count() == 2 * 25
     # No job in any other state kept a membership.
     assert not TaskQueueJob.objects.exclude(job__status="activated").exists()
+    assert_job_invariants()
 
 
 def _submit_many_or_kill(db_name, username, spec, barrier, role):
@@ -154,3 +158,4 @@ def test_a_cycle_whose_lock_is_held_by_another_process_is_skipped(db):
         release.set()
         holder.join(30)
     assert run_cycle("taskqueue_cleanup").status == "success"
+    assert_job_invariants()

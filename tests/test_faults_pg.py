@@ -15,6 +15,7 @@ import pytest
 from django.db import connection
 
 from tests import _fault_workers as w
+from tests._invariants import assert_job_invariants
 
 pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
 
@@ -81,28 +82,8 @@ def _assert_waiting_state_consistent():
     job keeps a membership; the per-priority counts equal the membership, so the repair finds
     nothing to fix."""
     from matcher import services
-    from matcher.models import Job, JobStatus, TaskQueue, TaskQueueJob, TaskQueuePriorityCount
 
-    members = Counter(TaskQueueJob.objects.values_list("job_id", flat=True))
-    assert all(n == 1 for n in members.values()), "a job is in two TaskQueues"
-    waiting = dict(
-        Job.objects.filter(status=JobStatus.ACTIVATED).values_list("pk", "task_queue_id")
-    )
-    assert set(members) == set(waiting)
-    recorded = dict(TaskQueueJob.objects.values_list("job_id", "task_queue_id"))
-    assert all(recorded[j] == tq for j, tq in waiting.items())
-    assert set(recorded.values()) <= set(TaskQueue.objects.values_list("pk", flat=True))
-    actual = Counter(TaskQueueJob.objects.values_list("task_queue_id", "user_priority"))
-    stored = Counter(
-        {
-            (tq, p): n
-            for tq, p, n in TaskQueuePriorityCount.objects.values_list(
-                "task_queue_id", "user_priority", "jobs"
-            )
-            if n
-        }
-    )
-    assert actual == stored
+    assert_job_invariants()
     assert services.repair_counts() == 0
 
 
@@ -157,6 +138,7 @@ def test_a_matcher_killed_while_holding_its_claim_open_loses_that_job_to_nobody(
     claims += _run_matchers(1, "late")
     assert ("late-0", held) in claims
     _assert_each_job_claimed_once(submitted, claims)
+    assert_job_invariants()
 
 
 def test_matchers_killed_at_random_moments_lose_no_job_and_duplicate_none(world):
@@ -200,6 +182,7 @@ def test_matchers_killed_at_random_moments_lose_no_job_and_duplicate_none(world)
     _assert_waiting_state_consistent()
     claims += _run_matchers(1, "sweeper")  # whatever the dead ones left waiting
     _assert_each_job_claimed_once(submitted, claims)
+    assert_job_invariants()
 
 
 # --- (b) a cycle killed mid-way ---------------------------------------------------------------
@@ -307,6 +290,7 @@ def test_two_processes_starting_the_same_cycle_at_once_run_it_once_and_record_th
     assert sorted(runs.values_list("status", flat=True)) == ["skipped", "success"]
     skipped = runs.get(status="skipped")
     assert "under way" in skipped.error
+    assert_job_invariants()
 
 
 def test_runs_of_one_cycle_from_four_processes_never_overlap(world):
@@ -325,3 +309,4 @@ def test_runs_of_one_cycle_from_four_processes_never_overlap(world):
     for (_, end), (start, _) in itertools.pairwise(spans):
         assert end <= start, "two runs of the cycle were under way at once"
     assert not CycleRun.objects.filter(kind="priorities", status="running").exists()
+    assert_job_invariants()

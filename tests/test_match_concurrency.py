@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from tests._invariants import assert_job_invariants
+
 ctx = multiprocessing.get_context("spawn")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,6 +82,7 @@ def _check(submitted: set[int], claimed: list[int]):
     sent = dict(Job.objects.filter(status=JobStatus.SENT).values_list("pk", "pilot_reference"))
     assert set(sent) == set(claimed)
     assert not TaskQueueJob.objects.exists()
+    assert_job_invariants()
 
 
 @pytest.mark.pg

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from config.schedules import SCHEDULES
 from tests._hosts import Host, Network
+from tests._invariants import assert_job_invariants
 
 pytestmark = [
     pytest.mark.pg,
@@ -347,6 +348,7 @@ def _assert_no_job_lost_or_given_twice(traffic: Traffic) -> None:
     waiting = set(Job.objects.filter(status=JobStatus.ACTIVATED).values_list("pk", flat=True))
     members = Counter(TaskQueueJob.objects.values_list("job_id", flat=True))
     assert set(members) == waiting and set(members.values()) <= {1}
+    assert_job_invariants()
     assert services.repair_counts() == 0, "TaskQueue counts disagree with their jobs"
 
 

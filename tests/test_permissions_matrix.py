@@ -42,7 +42,6 @@ A = "D 200 200 200 200 200"  # every signed-in subject reads it
 TASK_FORM = {
     "name": "form",
     "processing_type": "simul",
-    "priority": 500,
     "core_count": 1,
     "ram_count": 1000,
     "cpu_time": 10,
@@ -111,21 +110,37 @@ ROWS = [
         "POST",
         "/api/v1/jobs/{matched_job}/status/",
         {"status": "starting", "pilot_reference": "p-1"},
-        "D 403 403 403 200 200",
+        # only the claiming credential: another one's "p-1" is another pilot, and staff too
+        # report only through their own pilots (they kill or reschedule instead)
+        "D 403 403 403 200 403",
+    ),
+    (
+        "api:job-report-status",
+        "POST",
+        "/api/v1/jobs/{matched_job}/status/",
+        {"status": "starting", "pilot_reference": "never-registered"},
+        "D 403 403 403 403 403",  # an unregistered reference holds nothing
     ),
     (
         "api:job-report-status",
         "POST",
         "/api/v1/jobs/{alice_job}/status/",  # not the job this pilot was given
         {"status": "starting", "pilot_reference": "p-1"},
-        "D 403 403 403 403 409",
+        "D 403 403 403 403 403",
     ),
     (
         "api:job-heartbeat",
         "POST",
         "/api/v1/jobs/{matched_job}/heartbeat/",
         {"pilot_reference": "p-1"},
-        "D 403 403 403 204 204",
+        "D 403 403 403 204 403",
+    ),
+    (
+        "api:job-heartbeat",
+        "POST",
+        "/api/v1/jobs/{matched_job}/heartbeat/",
+        {"pilot_reference": "never-registered"},
+        "D 403 403 403 403 403",
     ),
     # --- API: TaskQueues, matching, shares, pilots ------------------------------------------
     ("api:taskqueue-list", "GET", "/api/v1/task-queues/", None, A),
@@ -173,8 +188,15 @@ ROWS = [
         "POST",
         "/api/v1/pilots/",
         {"reference": "p-1", "site": "LCG.CERN.ch"},
-        "D 403 403 403 200 200",
-    ),  # registering again under another credential's reference
+        "D 201 201 201 200 201",
+    ),  # another credential's identical reference: a pilot of the caller's own, no 403 leak
+    (
+        "api:pilot-list",
+        "POST",
+        "/api/v1/pilots/",
+        {"reference": "p-2", "site": "LCG.CERN.ch", "ce": "ce07.pic.es"},
+        "D 400 400 400 400 400",  # the CE is not at that site
+    ),
     ("api:pilot-detail", "GET", "/api/v1/pilots/{pilot}/", None, "D 404 404 404 200 200"),
     (
         "api:pilot-status",
@@ -250,6 +272,32 @@ ROWS = [
         {"name": "t3", "n_jobs": 1, "owner_group": "lhcb_data"},
         # like a job or a job ad: only for a group the owner belongs to, staff included
         "D 400 400 400 400 400",
+    ),
+    *[
+        (
+            "api:task-list",
+            "POST",
+            "/api/v1/tasks/",
+            {"name": "t6", "n_jobs": 1, "owner_group": "lhcb_user", "kind": "analysis", **staff},
+            # fields that steer brokerage or fairness are set by staff (erin: not her group)
+            "D 400 400 400 400 201",
+        )
+        for staff in ({"task_class": "S"}, {"gshare": "Matrix share"}, {"priority": 900})
+    ],
+    (
+        "api:task-list",
+        "POST",
+        "/api/v1/tasks/",
+        {"name": "t7", "n_jobs": 1, "owner_group": "lhcb_user", "kind": "analysis"}
+        | {"parent": "{alice_task}"},
+        "D 201 400 400 400 201",  # a parent: the caller's own task (staff: any)
+    ),
+    (
+        "api:task-list",
+        "POST",
+        "/api/v1/tasks/",
+        {"name": "t8", "n_jobs": 1, "owner_group": "lhcb_mc", "parent": "{alice_task}"},
+        "D 400 400 400 400 400",  # erin's task may not name alice's: "no such task"
     ),
     ("api:task-detail", "GET", "/api/v1/tasks/{erin_task}/", None, "D 404 404 200 404 200"),
     ("api:task-detail", "GET", "/api/v1/tasks/{alice_task}/", None, "D 200 404 404 404 200"),
@@ -749,6 +797,8 @@ def test_the_subject_gets_what_the_design_allows(
         body = _site_ad()
     if isinstance(body, dict):
         body = {k.format(**matrix_world["ids"]): v for k, v in body.items()}
+        if body.get("parent"):  # a task id by name: "{alice_task}"
+            body["parent"] = matrix_world["ids"][body["parent"].strip("{}")]
     response = _request(matrix_world, subject, method, url, body)
     assert _matches(token, response, url.startswith("/api/v1/"), url), (
         subject,

@@ -63,8 +63,10 @@ def test_the_readme_pilot_takes_the_job_meant_for_it_and_reports_on_it(transacti
     assert matched.data["owner"] == demo.EXAMPLE_USER
     assert matched.data["id"] in {example, submitted.data["id"]}
     assert reported.status_code == 200 and reported.data["status"] == JobStatus.RUNNING
+    assert matched.data["pilot_reference"] == "readme/ce503/1"
     job = Job.objects.get(pk=matched.data["id"])
     assert job.pilot_reference == "readme/ce503/1"
+    assert job.pilot_id == registered.data["id"]  # the claim is bound to the registered pilot
     assert Pilot.objects.get(reference="readme/ce503/1").credential_user.username == "tester"
     # Nobody else's job went to the README's pilot.
     assert not Job.objects.filter(pilot_reference="readme/ce503/1").exclude(pk=job.pk).exists()

@@ -1,4 +1,8 @@
+import re
+
+from django.db import models
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from brokerage import architecture, lifecycle
 from brokerage.models import (
@@ -13,7 +17,13 @@ from brokerage.models import (
     Task,
     UserQuota,
 )
-from config.api.fields import NamedRelatedField, RejectUnknownFieldsMixin, StrictCharField
+from config.api.fields import (
+    NamedRelatedField,
+    RejectUnknownFieldsMixin,
+    StrictBooleanField,
+    StrictCharField,
+)
+from matcher.api.serializers import MAX_CPU_TIME
 from matcher.models import Site
 from shares.models import GridGroup, User
 
@@ -61,21 +71,110 @@ TASK_PARAMETERS = [
 ]
 
 
+# Fields that steer brokerage or fairness: the system sets them (services.submit_task), staff
+# may. A user's task_class S would escape the User Analysis throttle, a gshare its share.
+STAFF_FIELDS = ("priority", "gshare", "task_class")
+SET_BY_STAFF = "set by staff: the system chooses it for your task, leave it out"
+# Bounds (PanDA's units, see brokerage/models.py). taskPriority: the seed's thresholds are 800,
+# 1000 and 2000; t1Weight: -1 (the seed's one negative value: backlogged nuclei allowed, the
+# nucleus's queues only) or a weight 0..1000.
+MAX_TASK_PRIORITY = 10_000
+MAX_CORES = 256
+MAX_RAM_MB = 1_048_576  # 1 TB, per core or per job
+MAX_DISK_COUNT = 1e9  # MB or kB, per event or not
+MAX_SECONDS = MAX_CPU_TIME  # a year
+MAX_CPU_TIME_PER_EVENT = 1e6  # HS06 s: a day of a 10-HS06 core is 864,000
+MAX_IO_RATE = 1e7  # kB/s: 10 GB/s
+MAX_T1_WEIGHT = 1000
+MAX_EVENTS_PER_JOB = 10_000_000
+# A queue pattern of includedSite/excludedSite: a queue name with up to 3 * (read as a regexp
+# by the analysis brokerage, so nothing else that a regexp would read, nor a costly search).
+QUEUE_PATTERN = re.compile(r"[A-Za-z0-9_.-]*(?:\*[A-Za-z0-9_.-]*){1,3}")
+
+
+def _queue_list(value: str, patterns: bool) -> str:
+    """Comma-separated PanDA queue names (and, if allowed, patterns with *), each known or
+    matching a known queue: an unknown one would leave the task pending forever."""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        return value
+    known = set(PandaQueue.objects.values_list("name", flat=True))
+    unknown = []
+    for name in names:
+        if name in known:
+            continue
+        if patterns and QUEUE_PATTERN.fullmatch(name):
+            pattern = re.compile(name.replace("*", ".*"))
+            if any(pattern.search(q) for q in known):
+                continue
+        unknown.append(name)
+    if unknown:
+        raise serializers.ValidationError(
+            f"no such queue: {', '.join(unknown)} (PanDA queue names, commas"
+            + (", * for any text)" if patterns else ")")
+        )
+    return value
+
+
+class StaffOnlyMixin:
+    """A field only staff give: anyone else giving it (any value) is told so, first."""
+
+    def run_validation(self, data=empty):
+        if data is not empty and not self.context["request"].user.is_staff:
+            raise serializers.ValidationError(SET_BY_STAFF)
+        return super().run_validation(data)
+
+
+class StaffIntegerField(StaffOnlyMixin, serializers.IntegerField):
+    pass
+
+
+class StaffCharField(StaffOnlyMixin, StrictCharField):
+    pass
+
+
+class StaffChoiceField(StaffOnlyMixin, serializers.ChoiceField):
+    pass
+
+
 class TaskInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     dataset = NamedRelatedField(slug_field="name", queryset=Dataset.objects.all())
-    master = serializers.BooleanField(default=True)
+    master = StrictBooleanField(default=True)
+
+
+class ParentTaskField(serializers.PrimaryKeyRelatedField):
+    """The caller's own task or one of their JobSharing groups' (staff: any). Any other id is
+    answered as one that does not exist: which task ids exist is not revealed."""
+
+    default_error_messages = {"does_not_exist": "no such task", "incorrect_type": "no such task"}
+
+    def get_queryset(self):
+        from brokerage.api.views import visible_tasks  # the views import this module
+
+        return visible_tasks(self.context["request"].user)
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (int, str)):
+            self.fail("does_not_exist", pk_value=data)
+        if isinstance(data, str) and not (data.isascii() and data.isdigit()):
+            self.fail("does_not_exist", pk_value=data)
+        return super().to_internal_value(data)
 
 
 class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
-    """A task: PanDA's parameters, its input datasets; it generates `n_jobs` jobs."""
+    """A task: PanDA's parameters, its input datasets; it generates `n_jobs` jobs. priority,
+    gshare and task_class are set by staff only (a user's task gets the system's)."""
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.BooleanField: StrictBooleanField,
+    }
 
     owner_group = NamedRelatedField(slug_field="name", queryset=GridGroup.objects.all())
     nucleus = NamedRelatedField(
         slug_field="name", queryset=Nucleus.objects.all(), required=False, allow_null=True
     )
-    parent = serializers.PrimaryKeyRelatedField(
-        queryset=Task.objects.all(), required=False, allow_null=True
-    )
+    parent = ParentTaskField(queryset=Task.objects.all(), required=False, allow_null=True)
     inputs = TaskInputSerializer(many=True, required=False, default=list)
     name = StrictCharField(max_length=200)
     ram_unit = serializers.ChoiceField(choices=["MBPerCore", "MB"], default="MBPerCore")
@@ -86,11 +185,56 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
         choices=["", "only", "require", "capable"], default="", allow_blank=True
     )
     n_jobs = serializers.IntegerField(min_value=1, max_value=10000, default=1)
-    priority = serializers.IntegerField(min_value=0, max_value=100000, default=500)
+    priority = StaffIntegerField(
+        min_value=0, max_value=MAX_TASK_PRIORITY, required=False, help_text="staff only"
+    )
+    gshare = StaffCharField(max_length=64, required=False, help_text="staff only: a global share")
+    task_class = StaffChoiceField(
+        choices=Task._meta.get_field("task_class").choices, required=False, help_text="staff only"
+    )
 
     class Meta:
         model = Task
         fields = [*TASK_PARAMETERS, "owner_group", "nucleus", "parent", "inputs"]
+        extra_kwargs = {
+            "core_count": {"min_value": 1, "max_value": MAX_CORES},
+            "max_core_count": {"min_value": 1, "max_value": MAX_CORES},
+            "ram_count": {"max_value": MAX_RAM_MB},
+            "base_ram_count": {"max_value": MAX_RAM_MB},
+            "out_disk_count": {"min_value": 0, "max_value": MAX_DISK_COUNT},
+            "work_disk_count": {"min_value": 0, "max_value": MAX_DISK_COUNT},
+            "walltime": {"max_value": MAX_SECONDS},
+            "base_walltime": {"max_value": MAX_SECONDS},
+            "cpu_time": {"min_value": 0, "max_value": MAX_CPU_TIME_PER_EVENT},
+            "io_intensity": {"min_value": 0, "max_value": MAX_IO_RATE},
+            "disk_io": {"min_value": 0, "max_value": MAX_IO_RATE},
+            "t1_weight": {"min_value": -1, "max_value": MAX_T1_WEIGHT},
+            "n_events_per_job": {"min_value": 1, "max_value": MAX_EVENTS_PER_JOB},
+            "job_cpu_time": {"min_value": 1, "max_value": MAX_CPU_TIME},
+        }
+
+    def validate_gshare(self, value):
+        if not GlobalShare.objects.filter(name=value).exists():
+            raise serializers.ValidationError(f"There is no global share named {value}.")
+        return value
+
+    def validate_working_group(self, value):
+        # The analysis throttle counts a working group's jobs against the group caps instead
+        # of the user's: a user names only a group of their own.
+        user = self.context["request"].user
+        if value and not user.is_staff:
+            if not user.grid_groups.filter(name=value).exists():
+                raise serializers.ValidationError(f"you are not a member of {value}")
+        return value
+
+    def validate_site(self, value):
+        return _queue_list(value, patterns=False)
+
+    def validate_included_site(self, value):
+        return _queue_list(value, patterns=True)
+
+    def validate_excluded_site(self, value):
+        return _queue_list(value, patterns=True)
 
     def validate_architecture(self, value):
         try:
@@ -126,6 +270,9 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
         names = [i["dataset"].name for i in attrs.get("inputs", [])]
         if len(names) != len(set(names)):
             raise serializers.ValidationError({"inputs": ["a dataset is listed twice"]})
+        low, high = attrs.get("core_count", 1), attrs.get("max_core_count")
+        if high is not None and high < low:
+            raise serializers.ValidationError({"max_core_count": [f"less than core_count ({low})"]})
         kind = attrs.get("kind", Task.Kind.PRODUCTION)
         group = attrs.get("owner_group")
         if kind == Task.Kind.PRODUCTION and group is not None and not group.production_management:

@@ -32,7 +32,6 @@ def submit(client, **fields):
         "kind": "analysis",
         "name": "user.alice.t",
         "owner_group": "lhcb_user",
-        "gshare": "Group Analysis",
         "n_jobs": 4,
     }
     body.update(fields)
@@ -124,7 +123,7 @@ def test_staff_reclassify_a_task_and_a_queue_users_cannot(panda, alice, api, use
 
 
 def test_the_analysis_page_shows_caps_share_and_the_stabilizer(panda, alice, client, users):
-    task = submit(alice, gshare="User Analysis")
+    task = submit(alice)  # in User Analysis, the system's share for an analysis task
     run(task)
     client.force_login(users["alice"])
     page = client.get("/brokerage/analysis/").content.decode()

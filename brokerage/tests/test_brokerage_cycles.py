@@ -7,7 +7,15 @@ from datetime import timedelta
 import pytest
 
 from brokerage import demo, services
-from brokerage.models import BrokerageRun, PandaQueue, Storage, Task, TaskJob, TaskStatus
+from brokerage.models import (
+    BrokerageRun,
+    GlobalShare,
+    PandaQueue,
+    Storage,
+    Task,
+    TaskJob,
+    TaskStatus,
+)
 from brokerage.topology import TopologyError, import_topology
 from config import clock, gdpconfig
 from config.cycles import run_cycle
@@ -15,6 +23,7 @@ from config.models import CycleRun
 from matcher import match
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueueJob
+from shares.models import GridGroup
 
 URL = "/api/v1/tasks/"
 DATASET = "mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514"
@@ -143,7 +152,10 @@ def test_the_gshare_disk_threshold_is_a_gdpconfig_family_member(panda, erin, api
     r = admin.patch("/api/v1/config/DISK_THRESHOLD_Express/", {"value": "lots"}, format="json")
     assert r.status_code == 400
     assert gdpconfig.family_value("DISK_THRESHOLD_<gshare>", "Express") == 5000
-    task = Task.objects.get(pk=submit(erin, gshare="Express").data["id"])
+    # Staff put a task in the Express share (a user's task gets the system's).
+    GlobalShare.objects.create(name="Express", target_pct=5.0)
+    users["admin"].grid_groups.add(GridGroup.objects.get(name="lhcb_mc"))
+    task = Task.objects.get(pk=submit(admin, gshare="Express").data["id"])
     services.task_brokerage(rng=random.Random(1))
     task.refresh_from_db()
     assert task.status == TaskStatus.PENDING  # 5000 TB is more than any demo nucleus has
@@ -229,7 +241,6 @@ def test_the_task_form_submits_and_shows_field_errors(panda, client, users):
         "name": "f",
         "owner_group": "lhcb_mc",
         "processing_type": "simul",
-        "priority": 500,
         "core_count": 1,
         "ram_count": 1000,
         "cpu_time": 10,

@@ -41,7 +41,6 @@ def test_the_task_form_refuses_alice_a_production_task_and_takes_her_analysis_ta
         "name": "alice.prod",
         "owner_group": "lhcb_user",
         "processing_type": "simul",
-        "priority": 500,
         "core_count": 1,
         "ram_count": 1000,
         "cpu_time": 10,

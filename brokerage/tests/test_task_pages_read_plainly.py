@@ -15,7 +15,6 @@ def test_a_task_with_an_unknown_dataset_is_refused_in_a_sentence(client, users):
             "name": "needs.data",
             "owner_group": "lhcb_user",
             "processing_type": "simul",
-            "priority": 500,
             "core_count": 1,
             "ram_count": 2000,
             "cpu_time": 100,

@@ -44,7 +44,7 @@ def test_the_trace_of_a_throttled_analysis_run_shows_the_throttle_and_its_values
     )
     Job.objects.filter(pk__in=[j.pk for j in running]).update(status=JobStatus.RUNNING)
     gdpconfig.set_value("CAP_RUNNING_USER_JOBS", 2)
-    task = submit_task(api, alice, kind="analysis", gshare="Group Analysis")
+    task = submit_task(api, alice, kind="analysis")
     services_analysis.analysis_brokerage(rng=random.Random(1), task_ids=[task.pk])
     run = BrokerageRun.objects.get(task=task)
     assert run.outcome == "throttled"
@@ -62,7 +62,7 @@ def test_the_trace_of_every_other_run_kind_draws_its_charts(panda, api, users, c
     production = submit_task(api, erin, owner_group="lhcb_mc")
     services.task_brokerage(rng=random.Random(1))
     services.job_brokerage(rng=random.Random(1), task_ids=[production.pk])
-    analysis = submit_task(api, alice, kind="analysis", gshare="Group Analysis")
+    analysis = submit_task(api, alice, kind="analysis")
     services_analysis.analysis_brokerage(rng=random.Random(1), task_ids=[analysis.pk])
     # No nucleus has space: the next production task's task brokerage is pending.
     Storage.objects.filter(nucleus__isnull=False).update(space_free=0.0)

@@ -9,6 +9,7 @@ from matcher.api.serializers import MAX_CPU_TIME
 from shares.models import GridGroup
 
 MAX_AD_CHARS = 100_000
+NODE_JOB_NAME_MAX = 128  # matcher.models.Job.name
 SYNTAXES = ["auto", "old", "new"]
 
 
@@ -144,6 +145,16 @@ class JobAdSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         default_cpu = attrs.get("cpu_time") or gdpconfig.get("DefaultNodeCPUTime")
         nodes = attrs.get("nodes")
         attrs["is_dag"] = bool(nodes)
+        # Each node's job is named "<name>/<node name>", a job name of at most 128 characters.
+        name = attrs.get("name", "")
+        too_long = [
+            {"name": [f"with the ad's name, over a job name's {NODE_JOB_NAME_MAX} characters"]}
+            if len(name) + 1 + len(n.get("name", "")) > NODE_JOB_NAME_MAX
+            else {}
+            for n in nodes or []
+        ]
+        if any(too_long):
+            raise serializers.ValidationError({"nodes": too_long})
         if nodes:
             attrs["nodes"] = [
                 {

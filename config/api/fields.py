@@ -27,6 +27,18 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """true or false, never DRF's "yes", "on", 1 or "t"; a form-encoded body's text is "true"
+    or "false"."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        if data in ("true", "false") and html.is_html_input(getattr(self.root, "initial_data", {})):
+            return data == "true"
+        return self.fail("invalid", input=data)
+
+
 class NamedRelatedField(serializers.SlugRelatedField):
     """A related object named by a string field (`slug_field`). A name that is not a string,
     or holds a NUL character (which PostgreSQL text cannot store, so the lookup itself would

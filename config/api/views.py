@@ -97,7 +97,7 @@ class ParameterViewSet(StrictQueryMixin, viewsets.ViewSet):
                 p.name, body.validated_data["value"], request.user, body.validated_data["comment"]
             )
         except gdpconfig.ConfigError as exc:
-            raise serializers.ValidationError({"value": [exc.message]}) from None
+            raise serializers.ValidationError({"value": [str(exc)]}) from None  # names it
         return Response(ParameterSerializer(_describe(p, _versions())).data)
 
     @extend_schema(responses=ParameterVersionSerializer(many=True))

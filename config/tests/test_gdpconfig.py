@@ -26,8 +26,8 @@ def test_cpu_segments_accept_increasing_positive_integers_as_text_or_json(raw, e
     [
         ("500, 500, 600", "strictly increasing"),
         ("5000, 500", "strictly increasing"),
-        ("0, 500", "positive"),
-        ("-5, 500", "positive"),
+        ("0, 500", "at least 1"),
+        ("-5, 500", "at least 1"),
         ("500, abc", "integer"),
         ("", "at least one"),
         ([1.5, 3], "integer"),

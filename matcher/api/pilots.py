@@ -9,8 +9,8 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from config import clock
 from config.api.fields import RejectUnknownFieldsMixin, StrictCharField
+from matcher import pilot_registry, topology
 from matcher import pilots as service
 from matcher.models import Job, JobStatus, Pilot, PilotStatus
 
@@ -43,6 +43,23 @@ class PilotRegisterSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     reference = StrictCharField(max_length=255)
     site = StrictCharField(max_length=128)
     ce = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
+
+    def validate_site(self, value):
+        if not topology.site_exists(value):
+            raise serializers.ValidationError(f"Unknown site {value}.")
+        return value
+
+    def validate(self, attrs):
+        ce = attrs["ce"]
+        if ce:
+            site = topology.site_of_ce(ce)
+            if site is None:
+                raise serializers.ValidationError({"ce": [f"Unknown CE {ce}."]})
+            if site != attrs["site"]:
+                raise serializers.ValidationError(
+                    {"ce": [f"CE {ce} belongs to {site}, not {attrs['site']}."]}
+                )
+        return attrs
 
 
 class PilotReportSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
@@ -88,36 +105,25 @@ class PilotViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return qs.filter(Q(credential_user=user) | Q(owner_dn=user.dn or "-"))
 
     @extend_schema(
-        request=PilotRegisterSerializer, responses={200: PilotSerializer, 201: PilotSerializer}
+        request=PilotRegisterSerializer,
+        responses={
+            200: PilotSerializer,
+            201: PilotSerializer,
+            400: OpenApiResponse(description="bad reference, unknown site or CE"),
+        },
     )
     def create(self, request, *args, **kwargs):
-        """A pilot registers (a pilot the director submitted finds its own record)."""
+        """A pilot registers: the caller's own pilot with this reference, created if new (a
+        pilot the director submitted finds its own record). Another credential's pilot with
+        the same reference is another pilot."""
         body = PilotRegisterSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        existing = Pilot.objects.filter(reference=data["reference"]).first()
-        if existing is not None:
-            if not service.pilot_may_report(request.user, existing):
-                raise PermissionDenied("that pilot reference belongs to another credential")
-            return Response(PilotSerializer(existing).data)
-        group = request.user.grid_groups.first()
-        now = clock.now()
-        pilot = Pilot.objects.create(
-            reference=data["reference"],
-            task_queue_id=0,
-            owner_dn=request.user.dn or request.user.get_username(),
-            owner_group=group.name if group else "",
-            private=not (group and group.generic_pilot),
-            grid_type="Manual",
-            submit_pool="",
-            site=data["site"],
-            ce=data["ce"],
-            status=PilotStatus.SUBMITTED,
-            submitted=now,
-            status_changed=now,
-            credential_user=request.user,
+        pilot, created = pilot_registry.register_pilot(
+            request.user, data["reference"], data["site"], data["ce"]
         )
-        return Response(PilotSerializer(pilot).data, status=status.HTTP_201_CREATED)
+        answer = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(PilotSerializer(pilot).data, status=answer)
 
     @extend_schema(
         request=PilotReportSerializer,
@@ -140,19 +146,15 @@ class PilotViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return Response(PilotSerializer(pilot).data)
 
 
-def _pilot_job(request, pk, reference) -> Job:
-    """The job, if the caller is the credential of the pilot the job was matched to."""
-    job = get_object_or_404(Job, pk=pk)
-    if request.user.is_staff:
-        return job
-    pilot = Pilot.objects.filter(reference=reference).first()
-    if (
-        pilot is None
-        or job.pilot_reference != reference
-        or not service.pilot_may_report(request.user, pilot)
-    ):
+def _pilot_job(request, pk, reference) -> tuple[Job, int]:
+    """(the job, the caller's pilot), if the job was claimed by the caller's own pilot with
+    this reference. Staff too report only through their own pilots: they act on other jobs
+    with kill and reschedule."""
+    job = get_object_or_404(Job.objects.only("pilot"), pk=pk)
+    pilot_id = pilot_registry.pilot_id_of(request.user, reference)
+    if pilot_id is None or job.pilot_id != pilot_id:
         raise PermissionDenied("a pilot reports only on the jobs it was given")
-    return job
+    return job, pilot_id
 
 
 class JobReportsMixin:
@@ -165,25 +167,30 @@ class JobReportsMixin:
         """The job's pilot reports it starting, running, finished or failed."""
         body = JobReportSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        reference = body.validated_data["pilot_reference"]
-        job = _pilot_job(request, pk, reference)
+        job, pilot_id = _pilot_job(request, pk, body.validated_data["pilot_reference"])
         try:
             job = service.report_job(
                 job.pk,
                 body.validated_data["status"],
                 body.validated_data["reason"],
-                pilot_reference=None if request.user.is_staff else reference,
+                pilot_id=pilot_id,
             )
         except service.PilotError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response({"id": job.pk, "status": job.status})
 
-    @extend_schema(request=HeartbeatSerializer, responses={204: OpenApiResponse()})
+    @extend_schema(
+        request=HeartbeatSerializer,
+        responses={204: OpenApiResponse(), 403: OpenApiResponse(), 409: OpenApiResponse()},
+    )
     @action(detail=True, methods=["post"])
     def heartbeat(self, request, pk=None):
+        """The job's pilot says it is alive: only while the job is in a state a pilot holds."""
         body = HeartbeatSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        reference = body.validated_data["pilot_reference"]
-        job = _pilot_job(request, pk, reference)
-        service.heartbeat(job.pk, None if request.user.is_staff else reference)
+        job, pilot_id = _pilot_job(request, pk, body.validated_data["pilot_reference"])
+        try:
+            service.heartbeat(job.pk, pilot_id)
+        except service.PilotError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -21,13 +21,18 @@ from shares.models import GridGroup, User
 class StringOrListField(serializers.Field):
     """A string or a list of strings (a resource may offer several platforms)."""
 
-    default_error_messages = {"invalid": "Must be a string or a list of strings."}
+    default_error_messages = {
+        "invalid": "Must be a string or a list of strings.",
+        "null": "Null characters are not allowed.",
+    }
 
     def to_internal_value(self, data):
         if isinstance(data, str):
             data = [data]
         if not isinstance(data, list) or not all(isinstance(v, str) and v.strip() for v in data):
             self.fail("invalid")
+        if any("\x00" in v for v in data):
+            self.fail("null")  # as every other string of the description (DRF's CharField)
         return [v.strip() for v in data]
 
     def to_representation(self, value):
@@ -51,7 +56,11 @@ class ResourceDescriptionSerializer(
     owner_dn = StrictCharField(max_length=255, required=False, help_text="Private pilots.")
     owner_group = StrictCharField(max_length=64, required=False, help_text="Private pilots.")
     pilot_reference = StrictCharField(
-        max_length=255, required=False, allow_blank=True, help_text="The pilot's own reference."
+        max_length=255,
+        required=False,
+        allow_blank=True,
+        help_text="The pilot's own reference (its credential's pilot, created if new; none: a "
+        "new pilot with a fresh reference, told back in the answer).",
     )
 
     def validate_site(self, value):
@@ -146,6 +155,9 @@ class MatchedJobSerializer(serializers.Serializer):
     task_queue = serializers.IntegerField()
     site = serializers.CharField()
     grid_ce = serializers.CharField()
+    pilot_reference = serializers.CharField(
+        help_text="The pilot the job is bound to: its reports name this reference."
+    )
 
     @staticmethod
     def describe(match) -> dict:
@@ -163,6 +175,7 @@ class MatchedJobSerializer(serializers.Serializer):
             "task_queue": match.task_queue_id,
             "site": job.site,
             "grid_ce": job.grid_ce,
+            "pilot_reference": match.pilot_reference,
         }
 
 

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from config import metrics
 from config.api.codec import JsonOnlyNegotiation, OrjsonRenderer
 from config.permissions import StaffOnly, StaffWriteOrReadOnly
-from matcher import match, selectors, services
+from matcher import match, pilot_registry, selectors, services
 from matcher.api import resources as r
 from matcher.api import serializers as s
 from matcher.api.pilots import JobReportsMixin
@@ -137,8 +137,10 @@ class MatchViewSet(viewsets.ViewSet):
         body = r.ResourceDescriptionSerializer(data=request.data, context={"claim": True})
         body.is_valid(raise_exception=True)
         resource = body.resource(request.user)
+        reference = body.validated_data.get("pilot_reference", "")
+        claimant = pilot_registry.resolve_pilot(request.user, reference, resource)
         started = time.perf_counter()
-        found = match.match_job(resource, body.validated_data.get("pilot_reference", ""))
+        found = pilot_registry.claim(resource, claimant)
         metrics.observe_match(time.perf_counter() - started, claimed=found is not None)
         if found is None:
             return Response(status=status.HTTP_204_NO_CONTENT)

@@ -4,15 +4,16 @@
 framework around the matcher costing as much as the matcher: the middleware chain, DRF's
 request, negotiation and response objects. This wrapper answers the common case itself, with the
 same parts the DRF view uses (the cached token authentication, the orjson parser, the resource
-description serializer, match_job, the same JSON out, the same headers), and hands every other
-request to Django untouched:
+description serializer, the pilot's resolution and claim, the same JSON out, the same headers),
+and hands every other request to Django untouched:
 - another path or method, no `Authorization: Token`, not JSON, no Content-Length or one over
   REQUEST_MAX_BYTES, a Host not in ALLOWED_HOSTS, plain HTTP where SECURE_SSL_REDIRECT wants TLS;
 - an unknown token, a body that does not parse, a resource description that does not validate
   (or anything failing before the matcher runs): the body is put back and Django's view
   answers, so that every 4xx (and such a 500) comes from one place.
 Only once the matcher has run (a job may be claimed) does this answer alone: 200 with the job,
-204, or, if the matcher raised, a logged 500 as Django's handler would give.
+204, or, if the matcher raised, a logged 500 as Django's handler would give (503 with
+Retry-After, as Django's, when the database refused or lost the connection).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from django.http.request import split_domain_port, validate_host
 from config import metrics
 from config.api.authentication import CachedTokenAuthentication
 from config.api.codec import OrjsonParser
-from config.error_pages import MESSAGES
-from matcher import match
+from config.error_pages import MESSAGES, UNAVAILABLE, connection_failure, retry_after
+from matcher import pilot_registry
 from matcher.api.resources import MatchedJobSerializer, ResourceDescriptionSerializer
 
 PATH = "/api/v1/match/"
@@ -77,6 +78,8 @@ class PilotMatchPath:
             return self.django(environ, start_response)
         status, body = answer
         headers = [*self._headers, *(self._hsts if self._secure(environ) else [])]
+        if status.startswith("503"):
+            headers.append(("Retry-After", retry_after()))
         if body:
             headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
         start_response(status, headers)
@@ -132,13 +135,20 @@ class PilotMatchPath:
             if not body.is_valid():
                 return None
             resource = body.resource(user)
+            reference = body.validated_data.get("pilot_reference", "")
+            claimant = pilot_registry.resolve_pilot(user, reference, resource)
         except Exception:  # a 4xx, or a failure Django's handler logs and answers: nothing done
             return None
         try:
             started = time.perf_counter()
-            found = match.match_job(resource, body.validated_data.get("pilot_reference", ""))
+            found = pilot_registry.claim(resource, claimant)
             metrics.observe_match(time.perf_counter() - started, claimed=found is not None)
-        except Exception:
+        except Exception as exc:
+            if connection_failure(exc):  # the database refused or lost it: the pilot asks again
+                log.error(
+                    "Service Unavailable: %s", PATH, exc_info=True, extra={"status_code": 503}
+                )
+                return "503 Service Unavailable", orjson.dumps({"detail": UNAVAILABLE})
             log.exception("Internal Server Error: %s", PATH, extra={"status_code": 500})
             return "500 Internal Server Error", orjson.dumps({"detail": MESSAGES[500]})
         if found is None:

@@ -93,10 +93,13 @@ def test_a_match_takes_the_short_path_and_answers_as_the_drf_view(
     assert short[0] == full[0] == 200
     a, b = json.loads(short[2]), json.loads(full[2])
     assert {a["id"], b["id"]} == {first.pk, second.pk}
-    assert a.keys() == b.keys() and {**a, "id": 0} == {**b, "id": 0}
+    assert (a["pilot_reference"], b["pilot_reference"]) == ("a/1", "a/2")
+    same = {"id": 0, "pilot_reference": ""}
+    assert a.keys() == b.keys() and {**a, **same} == {**b, **same}
     assert short[1] == {**full[1], "Content-Length": short[1]["Content-Length"]}
     job = Job.objects.get(pk=a["id"])
     assert (job.status, job.pilot_reference) == (JobStatus.SENT, "a/1")
+    assert (job.pilot.reference, job.pilot.credential_user.username) == ("a/1", "pilot")
     assert [h.to_status for h in job.history.all()] == ["activated", "sent"]
 
 
@@ -114,6 +117,7 @@ def test_nothing_to_match_answers_204_on_the_short_path_as_on_the_drf_view(
     "case",
     [
         "bad cpu_time",
+        "NUL in platform",
         "unknown field",
         "unknown token",
         "no token",
@@ -130,6 +134,8 @@ def test_anything_but_the_common_case_is_answered_by_django_exactly_as_without_t
     body, token, kwargs = dict(CERN), pilot_token, {}
     if case == "bad cpu_time":
         body["cpu_time"] = -1
+    elif case == "NUL in platform":
+        body["platform"] = "x86_64\x00-el9"
     elif case == "unknown field":
         body["colour"] = "blue"
     elif case == "unknown token":

@@ -87,9 +87,11 @@ def test_a_pilot_reports_only_on_its_own_jobs(api, users, submit):
     assert job.status == "running" and job.heartbeat is not None
 
 
-def test_registering_another_credentials_pilot_reference_is_refused(api, users):
-    api(users["pilot"]).post("/api/v1/pilots/", {"reference": "p-9", "site": "X"}, format="json")
-    r = api(users["alice"]).post(
-        "/api/v1/pilots/", {"reference": "p-9", "site": "X"}, format="json"
-    )
-    assert r.status_code == 403
+def test_another_credentials_identical_reference_registers_its_own_pilot(api, users):
+    body = {"reference": "p-9", "site": "LCG.CERN.ch"}
+    theirs = api(users["pilot"]).post("/api/v1/pilots/", body, format="json")
+    mine = api(users["alice"]).post("/api/v1/pilots/", body, format="json")
+    assert (theirs.status_code, mine.status_code) == (201, 201)
+    assert mine.data["id"] != theirs.data["id"]
+    again = api(users["alice"]).post("/api/v1/pilots/", body, format="json")
+    assert again.status_code == 200 and again.data["id"] == mine.data["id"]
