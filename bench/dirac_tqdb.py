@@ -19,9 +19,10 @@ Then:
 
 It creates a throw-away MariaDB database and user, a DIRAC configuration naming them (the
 groups' JobShares and JobSharing, our CPU segments), inserts every job with
-TaskQueueDB.insertJob (which makes the same TaskQueues), sets each TaskQueue's priority to ours,
-then times 1,000 serial TaskQueueDB.matchAndGetJob calls over the same twenty resource
-descriptions, each taking a job, after one untimed call per resource. Prints JSON lines
+TaskQueueDB.insertJob (which makes the same TaskQueues; with --load fast, the default, only
+each TaskQueue's first job, the others as the rows insertJob would add), sets each TaskQueue's
+priority to ours, then times 1,000 serial TaskQueueDB.matchAndGetJob calls over the same twenty
+resource descriptions, each taking a job, after one untimed call per resource. Prints JSON lines
 match_p50_ms, match_p99_ms, matches_per_s with "engine": "dirac".
 """
 
@@ -150,6 +151,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("world")
     parser.add_argument("--socket", default="/run/mysqld/mysqld.sock")
+    parser.add_argument(
+        "--load",
+        choices=["fast", "each"],
+        default="fast",
+        help="fast: insertJob for each TaskQueue's first job (it creates the TaskQueue and "
+        "recalculates the shares), the rest as the very rows insertJob writes into an existing "
+        "TaskQueue, 1,000 per statement; each: insertJob for every job (~40 ms a job)",
+    )
     args = parser.parse_args()
     with open(args.world) as f:
         world = json.load(f)
@@ -163,12 +172,12 @@ def main() -> None:
         args.socket,
     )
     try:
-        run(world, password)
+        run(world, password, args.load)
     finally:
         admin([f"DROP DATABASE {DB}", f"DROP USER '{USER}'@'localhost'"], args.socket)
 
 
-def run(world: dict, password: str) -> None:
+def run(world: dict, password: str, load: str) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as cfg:
         cfg.write(configuration(world, password))
     os.environ["DIRACSYSCONFIG"] = cfg.name
@@ -193,13 +202,30 @@ def run(world: dict, password: str) -> None:
             "Tags": tq["tags"],
         }
         definition = {k: v for k, v in definition.items() if v != []}
-        for job_id, prio in tq["jobs"]:
+        one_by_one = tq["jobs"] if load == "each" else tq["jobs"][:1]
+        for job_id, prio in one_by_one:
             result = tqdb.insertJob(job_id, definition, prio)
             if not result["OK"]:
                 raise SystemExit(f"insertJob {job_id}: {result['Message']}")
             jobs += 1
         if tq["jobs"]:
             first = tqdb.getTaskQueueForJob(tq["jobs"][0][0])["Value"]
+            rest = tq["jobs"][len(one_by_one) :]
+            if len(tq["jobs"]) > 5000:  # DIRAC's __maxJobsInTQ: it would open a second TaskQueue
+                raise SystemExit(f"a TaskQueue of {len(tq['jobs'])} jobs: use --load each")
+            for at in range(0, len(rest), 1000):
+                rows = [
+                    (first, job_id, prio, tqdb._TaskQueueDB__hackJobPriority(prio))
+                    for job_id, prio in rest[at : at + 1000]
+                ]
+                result = tqdb._update(
+                    "INSERT INTO tq_Jobs (TQId, JobId, Priority, RealPriority) VALUES "
+                    + ",".join(["(%s,%s,%s,%s)"] * len(rows)),
+                    args=tuple(v for row in rows for v in row),
+                )
+                if not result["OK"]:
+                    raise SystemExit(f"tq_Jobs: {result['Message']}")
+                jobs += len(rows)
             tqdb._update(
                 "UPDATE tq_TaskQueues SET Priority = %s WHERE TQId = %s",
                 args=(tq["priority"], first),

@@ -110,20 +110,28 @@ _JOB_COLUMNS = [
     *MULTI_VALUED_FIELDS,
 ]
 
-# One statement, hence one transaction and one round trip: lock the ten lowest free job ids at
-# this priority, each membership with its job row (SKIP LOCKED: jobs another matcher is
-# claiming, or a kill or a reschedule holds, are not candidates: a claim never waits for a job
-# or a membership, so it never deadlocks with a service that locks the job first, then its
-# membership), pick one at random, delete its membership, move the job activated -> sent,
-# decrement the count, write the history, and return what the pilot needs.
+# One statement, hence one transaction and one round trip: take the ten lowest job ids at this
+# priority, try them from a random one on (the one at offset r, then the next, wrapping) and
+# lock the first free one: its count row, its membership and its job row, SKIP LOCKED, so a
+# claim never waits: not for a job another matcher is claiming or a kill or reschedule holds
+# (so it never deadlocks with a service that locks the job first, then its membership), nor for
+# the count row of a claim in flight at this priority, however long that claim's transaction
+# stays open. Only the picked job is locked (as DIRAC's Matcher deletes one job at a time): a
+# claim held open keeps no other job from the pilots. Then delete its membership, move the job
+# activated -> sent, decrement the count, write the history, and return what the pilot needs.
 _CLAIM_SQL = """
-WITH cand AS (
-    SELECT m.job_id FROM matcher_taskqueuejob m JOIN matcher_job j ON j.id = m.job_id
-    WHERE m.task_queue_id = %(tq)s AND m.user_priority = %(prio)s
-    ORDER BY m.job_id LIMIT {limit} FOR UPDATE OF m, j SKIP LOCKED
+WITH ten AS (
+    SELECT job_id, row_number() OVER (ORDER BY job_id) - 1 AS rn, count(*) OVER () AS n
+    FROM (
+        SELECT job_id FROM matcher_taskqueuejob
+        WHERE task_queue_id = %(tq)s AND user_priority = %(prio)s ORDER BY job_id LIMIT {limit}
+    ) lowest
 ), pick AS (
-    SELECT job_id FROM cand ORDER BY job_id
-    LIMIT 1 OFFSET (%(r)s %% GREATEST((SELECT count(*) FROM cand), 1))
+    SELECT m.job_id FROM matcher_taskqueueprioritycount c, ten
+    JOIN matcher_taskqueuejob m ON m.job_id = ten.job_id JOIN matcher_job j ON j.id = m.job_id
+    WHERE c.task_queue_id = %(tq)s AND c.user_priority = %(prio)s
+    ORDER BY (ten.rn + ten.n - %(r)s %% ten.n) %% ten.n
+    LIMIT 1 FOR UPDATE OF c, m, j SKIP LOCKED
 ), del AS (
     DELETE FROM matcher_taskqueuejob m USING pick WHERE m.job_id = pick.job_id
     RETURNING m.job_id
@@ -296,14 +304,20 @@ WITH lv AS (
         SELECT 1 FROM matcher_taskqueue t JOIN shares_gridgroup g ON g.id = t.owner_group_id
         WHERE t.id = %(tq)s AND (t.owner_id = %(owner)s::bigint OR g.job_sharing)
     ) AS allowed
-), cand AS (
-    SELECT m.job_id FROM matcher_taskqueuejob m JOIN matcher_job j ON j.id = m.job_id
-    WHERE m.task_queue_id = %(tq)s AND m.user_priority = (SELECT p FROM win)
-      AND (SELECT allowed FROM ok)
-    ORDER BY m.job_id LIMIT {limit} FOR UPDATE OF m, j SKIP LOCKED
+), ten AS (
+    SELECT job_id, row_number() OVER (ORDER BY job_id) - 1 AS rn, count(*) OVER () AS n
+    FROM (
+        SELECT job_id FROM matcher_taskqueuejob
+        WHERE task_queue_id = %(tq)s AND user_priority = (SELECT p FROM win)
+          AND (SELECT allowed FROM ok)
+        ORDER BY job_id LIMIT {limit}
+    ) lowest
 ), pick AS (
-    SELECT job_id FROM cand ORDER BY job_id
-    LIMIT 1 OFFSET (%(r)s %% GREATEST((SELECT count(*) FROM cand), 1))
+    SELECT m.job_id FROM matcher_taskqueueprioritycount c, ten
+    JOIN matcher_taskqueuejob m ON m.job_id = ten.job_id JOIN matcher_job j ON j.id = m.job_id
+    WHERE c.task_queue_id = %(tq)s AND c.user_priority = (SELECT p FROM win)
+    ORDER BY (ten.rn + ten.n - %(r)s %% ten.n) %% ten.n
+    LIMIT 1 FOR UPDATE OF c, m, j SKIP LOCKED
 ), del AS (
     DELETE FROM matcher_taskqueuejob m USING pick WHERE m.job_id = pick.job_id
     RETURNING m.job_id
