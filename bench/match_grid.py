@@ -15,10 +15,10 @@ platforms and tags a CE's own or ANY, alternately. 1,000 serial matches over the
 claiming a job, after one untimed match per resource; then 1,000 more alternating the folded
 claim (draw and claim in one statement) with the two-statement one, to show what folding pays.
 
---churn (many-small shape with three times the TaskQueues, and CHURN_JOBS_PER_S jobs per second
-of the run, at least three times the shape's, so that nobody runs dry: ~6 jobs per TaskQueue
-at 60 s): four matcher processes match for `seconds` (CHURN_SECONDS: 60 at full scale, so that
-several priorities cycles and the view's 60 s audit fall inside the measured window);
+--churn (the many-small shape with three times its TaskQueues and CHURN_JOBS_PER_S jobs per
+second of the run, so that nobody runs dry: 240,000 jobs in ~12,000 TaskQueues at 60 s): four
+matcher processes match for `seconds` (CHURN_SECONDS: 60 at full scale, so that several priorities
+cycles and the view's 60 s audit fall inside the measured window);
 meanwhile a submitter creates new TaskQueues at 20 per second (each with 1-5 jobs) and the
 priorities cycle runs every 10 s in a process of its own.
 
@@ -71,7 +71,7 @@ SHAPES = {
 }
 SHAPE_NAMES = sorted({name for name, _scale in SHAPES})
 CHURN_SECONDS = {"small": 12.0, "full": 60.0}  # the run's default length, by scale
-CHURN_JOBS_PER_S = 1_200  # jobs loaded per second of churn (more than 4 matchers take)
+CHURN_JOBS_PER_S = 4_000  # jobs loaded per second of churn (more than 4 matchers take)
 
 
 def log(message: str) -> None:
@@ -423,7 +423,7 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
 
     rng, ref = random.Random(300 + worker), f"{REF}-churn-{worker}"
     pool = resources()
-    claimed, times, dry = [], [], 0
+    claimed, times, claim_times, dry = [], [], [], 0
     try:
         for i in range(len(pool)):
             m = match.match_job(pool[i], ref, rng)
@@ -444,13 +444,14 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
                 dry += 1
             else:
                 claimed.append(m.job.id)
+                claim_times.append(times[-1])
         finished = time.monotonic()
         stats = matcher_stats()
         reloads = stats["taskqueue_full_reloads"] - before
     finally:
         settle(stop=True, timeout=10)
         connections.close_all()
-    out.put(("done", worker, claimed, times, finished, dry, reloads, stats))
+    out.put(("done", worker, claimed, times, finished, dry, reloads, stats, claim_times))
 
 
 def submitter_process(env, seed, duration, start_at, go, out) -> None:
@@ -573,6 +574,7 @@ def churn(env: dict, duration: float, context: dict) -> None:
     submitter = next(r for r in results if r[1] == "submitter")
     cycler = next(r for r in results if r[1] == "cycler")
     times = [t for r in matchers for t in r[3]]
+    claim_times = [t for r in matchers for t in r[8]] or [0.0]
     claimed = [j for r in matchers for j in r[2]]
     elapsed = max(r[4] for r in matchers) - start_at.value
     extra = {
@@ -580,6 +582,8 @@ def churn(env: dict, duration: float, context: dict) -> None:
         "seconds": round(elapsed, 2),
         "matches": len(times),
         "no_job": sum(r[5] for r in matchers),
+        "claiming_p50_ms": round(statistics.median(claim_times), 3),  # the matches with a job
+        "claiming_p99_ms": round(percentile(claim_times, 99), 3),
         "per_process": [len(r[3]) for r in sorted(matchers, key=lambda r: r[1])],
         "taskqueues_submitted": submitter[2],
         "taskqueues_created": submitter[3],
@@ -634,7 +638,8 @@ def run(
                 settle(stop=True)
         return
     # Three times the shape's TaskQueues, and jobs enough for the run (matchers that ran dry
-    # would time empty answers): at 60 s, 72,000 jobs in ~12,000 TaskQueues of ~6 each.
+    # would time empty answers): at 60 s, 240,000 jobs in ~12,000 TaskQueues of ~20 each. (With
+    # ~6 jobs each, 55,000 TaskQueues, the priorities cycle alone takes 4-8 s of every 10.)
     big = Shape(
         jobs=max(shape.jobs * 3, round(CHURN_JOBS_PER_S * churn_seconds)),
         templates=shape.templates * 3,

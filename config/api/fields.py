@@ -97,6 +97,14 @@ class UnboundFieldsMixin:
     per-instance state (no nested serializers, no related fields, `source` = the field's name).
     Every offending field is named at once, unknown ones included; form input goes DRF's way."""
 
+    def run_validation(self, data=empty):
+        if html.is_html_input(data) or not isinstance(data, Mapping):
+            return super().run_validation(data)
+        # Straight to DRF's Serializer: to_internal_value below names the unknown keys with the
+        # other errors, so RejectUnknownFieldsMixin's look at `self.fields` (which would make
+        # the very deep copy this mixin avoids) is not needed.
+        return serializers.Serializer.run_validation(self, data)
+
     def to_internal_value(self, data):
         if html.is_html_input(data) or not isinstance(data, Mapping):
             return super().to_internal_value(data)
