@@ -1,4 +1,10 @@
-"""Headless Chromium (Debian's) driven by Playwright against the live test server.
+"""Headless Chromium (Debian's) driven by Playwright against the live test server, or with
+BROWSER_SERVER=granian (or gunicorn) against the production web server: `scripts/serve.sh web`
+as `make serve` runs it (DEBUG off, the static files collected and served from their manifest
+by whitenoise) on the test database. That server keeps the suite's own settings
+(GRIDWMS_TESTING=1: the users' test password hasher, no per-process cache TTLs, cycles run in
+the request that asks for them), so the tests read the same as against the live server.
+.ci/run's PostgreSQL pass runs the browser tests this way.
 
 Every page a test opens is watched: a console error or any response with status >= 400 fails
 the test. Screenshots of the pages land in test-artifacts/.
@@ -6,6 +12,11 @@ the test. Screenshots of the pages land in test-artifacts/.
 
 import os
 import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -15,7 +26,9 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+SERVERS = ("live", "granian", "gunicorn")
 ARGS = [
     "--headless=new",
     "--no-sandbox",
@@ -79,10 +92,85 @@ class WatchedPage:
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
+def _database_url(db: dict) -> str:
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def production_server(django_db_setup, tmp_path_factory):
+    """The base URL of the production web server on the test database, or None (live)."""
+    kind = os.environ.get("BROWSER_SERVER", "live")
+    if kind not in SERVERS:
+        pytest.fail(f"BROWSER_SERVER={kind}: one of {', '.join(SERVERS)}")
+    if kind == "live":
+        yield None
+        return
+    from django.db import connection
+
+    tmp = tmp_path_factory.mktemp(f"browser-{kind}")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DJANGO_"))}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    env.update(
+        GRIDWMS_TESTING="1",
+        Q_SYNC="1",
+        SERVE_MIGRATE="0",  # the test database is migrated and flushed by the suite
+        SECRET_KEY="browser-tests-" + "s3cr3t" * 10,
+        DATABASE_URL=_database_url(connection.settings_dict),
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        STATIC_ROOT=str(tmp / "static"),
+        WEB_SERVER=kind,
+        WEB_WORKERS="1",
+        WEB_THREADS="4",
+        WEB_ACCESS_LOG="",
+        HOST="127.0.0.1",
+        PORT=str(port),
+    )
+    connection.close()  # the server's connections and the suite's flushes share the database
+    log = open(tmp / "serve.log", "wb")
+    process = subprocess.Popen(
+        ["bash", "scripts/serve.sh", "web"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert process.poll() is None, (tmp / "serve.log").read_text()[-3000:]
+            try:
+                with urllib.request.urlopen(base + "/login/", timeout=5) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, (tmp / "serve.log").read_text()[-3000:]
+            time.sleep(0.3)
+        yield base
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
+
+
 @pytest.fixture
-def page(browser, live_server, transactional_db):
+def page(browser, production_server, request, transactional_db):
+    base = production_server or request.getfixturevalue("live_server").url
     context = browser.new_context(viewport={"width": 1400, "height": 900})
-    watched = WatchedPage(context.new_page(), live_server.url)
+    watched = WatchedPage(context.new_page(), base)
     yield watched
     context.close()
     assert watched.problems == [], "\n".join(watched.problems)
