@@ -4,8 +4,8 @@
 
 WEB_SERVER chooses it:
   granian   (default) Granian, a Rust HTTP/1.1 server, serving config.wsgi: on the pilots'
-            workload it spends less CPU per request than gunicorn (1.1-1.3 against 1.4-2.2 ms
-            per match; bench/http_match.py measures both side by side)
+            workload it spends less CPU per request than gunicorn (0.55 against 0.76 ms per
+            match; bench/http_match.py measures both side by side)
   gunicorn  gunicorn with config/gunicorn.conf.py (gthread workers)
 Common settings (README, Production):
   WEB_BIND or HOST/PORT   where to listen (default 127.0.0.1:8000)
