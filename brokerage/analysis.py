@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from brokerage import architecture, production
+from brokerage import architecture, checks, production
 from brokerage.production import Decision, JobContext
 
 ANALYSIS_TYPES = ("analysis", "unified")
@@ -211,10 +211,6 @@ class AnalysisContext(JobContext):
     grand_ratio: float = float("inf")  # Σ queued / Σ running over every queue (VP overload)
 
 
-def _listed(names: str) -> list[str]:
-    return [n.strip() for n in names.split(",") if n.strip()]
-
-
 def _in(name: str, entries: list[str]) -> bool:
     for e in entries:
         if "*" in e:
@@ -242,81 +238,17 @@ def locality_suppressed(task, ctx: AnalysisContext) -> str | None:
     return None
 
 
-def persistent_checks(task, spec: dict, with_locality: bool) -> list[tuple[str, Any]]:
-    prod = dict(production.job_checks(task, spec))
-    pre = bool(_listed(task.included_site) or _listed(task.site))
-
-    def status(q, t, ctx):
-        if not pre and q.status != "online":
-            return {"status": q.status}
-        return None
-
-    def data_locality(q, t, ctx):
-        if with_locality and ctx.has_input and not ctx.local_data.get(q.name, False):
-            return {"input_local": False}
-        return None
-
-    def vp(q, t, ctx):
-        if "vp" not in [c.strip() for c in q.catchall.lower().split(",")]:
-            return None
-        if t.avoid_vp:
-            return {"avoidVP": True, "catchall": q.catchall}
-        # Overloaded (PanDA's rule): more than 20 queued and no running, or a queued/running
-        # ratio above 1.2 × the ratio over every queue.
-        nq = sum(q.counts.get(s, 0) for s in production.PRE_MATCH)
-        nr = q.counts.get("running", 0)
-        if nq > 20 and (nr == 0 or nq / nr > 1.2 * ctx.grand_ratio):
-            return {
-                "VP_overloaded": True,
-                "nQ": nq,
-                "nR": nr,
-                "grand_ratio": round(ctx.grand_ratio, 3),
-            }
-        return None
-
-    def disk(q, t, ctx):
-        if not q.maxwdir:
-            return None
-        input_mb = 0.0 if q.direct_access_lan else ctx.input_mb_per_job
-        need = input_mb + t.out_disk_count * ctx.input_mb_per_job + t.work_disk_count
-        per_core = q.maxwdir / (q.core_count or 1)
-        if per_core <= need:
-            return {"expected_mb": round(need, 1), "maxwdir_per_core_mb": round(per_core, 1)}
-        return None
-
-    def endpoints(q, t, ctx):
-        bad = [
-            s.name for s in (q.input_storage, q.output_storage) if s is not None and s.blacklisted
-        ]
-        return {"blacklisted": bad} if bad else None
-
-    def short_maxtime(q, t, ctx):
-        if (t.scout or t.merge or not t.walltime) and q.maxtime and q.maxtime < 24 * 3600:
-            return {"maxtime": q.maxtime, "minimum": 24 * 3600}
-        return None
-
-    return [
-        ("status", status),
-        ("data_locality", data_locality),
-        ("diskio", prod["diskio"]),
-        ("core_count", prod["core_count"]),
-        ("vp", vp),
-        ("software", prod["software"]),
-        ("memory", prod["memory"]),
-        ("disk", disk),
-        ("storage_space", prod["storage_space"]),
-        ("endpoints", endpoints),
-        ("walltime", prod["walltime"]),
-        ("scout_maxtime", short_maxtime),
-        ("no_pilot", prod["no_pilot"]),
-    ]
+def persistent_checks(with_locality: bool) -> list[checks.JobCheck]:
+    if with_locality:
+        return checks.ANALYSIS
+    return [c for c in checks.ANALYSIS if c.name != "data_locality"]
 
 
 def broker_analysis(task, queues: list, ctx: AnalysisContext, with_locality: bool = True):
     """Returns (decision, persistent_removed_all, stabilizer rows by queue name)."""
     spec = task.architecture_spec or architecture.parse(task.architecture)
-    included = _listed(task.included_site) or _listed(task.site)
-    excluded = _listed(task.excluded_site)
+    included = checks.listed(task.included_site) or checks.listed(task.site)
+    excluded = checks.listed(task.excluded_site)
     live = [
         q
         for q in queues
@@ -324,13 +256,13 @@ def broker_analysis(task, queues: list, ctx: AnalysisContext, with_locality: boo
         and not (excluded and _in(q.name, excluded))
         and not (included and not _in(q.name, included))
     ]
-    total_q = sum(sum(q.counts.get(s, 0) for s in production.PRE_MATCH) for q in queues)
+    total_q = sum(sum(q.counts.get(s, 0) for s in checks.PRE_MATCH) for q in queues)
     total_r = sum(q.counts.get("running", 0) for q in queues)
     ctx.grand_ratio = total_q / total_r if total_r else float("inf")
     for q in live:
         q.network = None
-    checks = persistent_checks(task, spec, with_locality)
-    cands, survivors = production.first_failing(live, checks, task, ctx)
+    ctx = replace(ctx, spec=spec)
+    cands, survivors = production.first_failing(live, persistent_checks(with_locality), task, ctx)
     if not survivors:
         return Decision(cands, [], "every queue was skipped by persistent issues"), True, {}
 
@@ -343,10 +275,10 @@ def broker_analysis(task, queues: list, ctx: AnalysisContext, with_locality: boo
         done = ctx.task_done.get(q.pk, Counter())
         bad = done.get("failed", 0) + done.get("closed", 0)
         bad_limit = max(2 * done.get("finished", 0), p["MIN_BAD_JOBS_TO_SKIP_PQ"])
-        nq = sum(counts.get(s, 0) for s in production.PRE_MATCH)
+        nq = sum(counts.get(s, 0) for s in checks.PRE_MATCH)
         nr = counts.get("running", 0)
         user = ctx.user_counts.get(q.pk, Counter())
-        nq_user = sum(user.get(s, 0) for s in production.PRE_MATCH)
+        nq_user = sum(user.get(s, 0) for s in checks.PRE_MATCH)
         st = stabilizer(
             nq,
             nr,

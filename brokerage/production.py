@@ -8,28 +8,20 @@ check compared, or with its weight and each factor of it.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
-from brokerage import architecture
+from brokerage import architecture, checks
+from brokerage.checks import expected_disk_mb as expected_disk_mb  # re-exported for the tests
+from brokerage.checks import zero_share as zero_share
 from brokerage.network import LinkData, network_weight
 
 TB = 1024.0  # GB
 RW_OFFSET = 50.0  # rwOffset: the smallest remaining work the nucleus weight divides by
 TAPE_WEIGHT = 0.001
 OUTPUT_GB_PER_CORE_DAY = 0.25  # normalizedExpOutSize: GB per cpuTime × corePower (10) × day
-MEMORY_COMPENSATION = 0.9
-TRANSFERRING_LIMIT = 2000
-INACTIVE_AFTER = timedelta(hours=2)
-NO_PILOT_AFTER = timedelta(hours=3)
-MIN_MAXTIME_SCOUT = 24 * 3600
-MIN_OUTPUT_MB = 1.5 * 1024
-MIN_WORK_MB = 300
 BEST_CANDIDATES = 10
-PRE_MATCH = ("defined", "assigned", "activated", "starting")
 
 
 @dataclass(slots=True)
@@ -282,47 +274,11 @@ class JobContext:
     all_tags: list[dict] = field(default_factory=list)
     n_events: int = 0  # smallest events per job
     input_mb_per_job: float = 0.0
-    # Verdicts shared by the tasks of one cycle (see CHECK_KEYS); None: evaluate everything.
+    # Verdicts shared by the tasks of one cycle (see JobCheck.memo_key); None: evaluate all.
     memo: dict | None = None
     # A merge task's pre-assigned queues were skipped for 24 h: the pre-assignment is ignored.
     preassignment_expired: bool = False
-
-
-def zero_share(policy: str, task) -> str | None:
-    """The first fairsharepolicy entry matching the task decides; '0' or '0%' is a zero share."""
-    if not policy.strip() or task.processing_type == "test":
-        return None
-    for entry in (e.strip() for e in policy.split(",")):
-        if not entry:
-            continue
-        conds, _, share = entry.rpartition(":")
-        if not conds:
-            continue
-        if all(_policy_matches(c.strip(), task) for c in conds.split("&")):
-            return entry if share.strip() in ("0", "0%") else None
-    return None
-
-
-def _policy_matches(cond: str, task) -> bool:
-    m = re.match(r"^(type|group|gshare)=(.*)$", cond)
-    if m:
-        key, want = m.groups()
-        have = {"type": task.processing_type, "group": task.working_group, "gshare": task.gshare}[
-            key
-        ]
-        if want in ("any", "*"):
-            return True
-        if key == "gshare":
-            return re.fullmatch(want.replace("*", ".*"), have or "") is not None
-        return have == want
-    m = re.match(r"^priority(>=|<=|==|>|<|=)(-?\d+)$", cond)
-    if m:
-        if task.merge:
-            return True
-        op, n = m.group(1), int(m.group(2))
-        p = task.priority
-        return {">=": p >= n, "<=": p <= n, "==": p == n, "=": p == n, ">": p > n, "<": p < n}[op]
-    return False
+    spec: dict = field(default_factory=dict)  # the task's parsed architecture; brokers set it
 
 
 def effective_running(q) -> tuple[int, str]:
@@ -337,360 +293,6 @@ def effective_running(q) -> tuple[int, str]:
     if q.num_slots == 0:
         options.append((c.get("starting", 0), "starting (numSlots = 0)"))
     return max(options, key=lambda o: o[0])
-
-
-def expected_disk_mb(task, q, ctx: JobContext) -> float:
-    input_mb = 0.0 if q.direct_access_lan else ctx.input_mb_per_job
-    per = task.out_disk_count / 1024 if task.out_disk_unit.startswith("kB") else task.out_disk_count
-    if task.out_disk_unit.endswith("PerEvent"):
-        out = per * ctx.n_events
-    else:
-        out = per * input_mb
-    return input_mb + max(MIN_OUTPUT_MB, out) + max(MIN_WORK_MB, task.work_disk_count)
-
-
-def expected_walltime(task, q, ctx: JobContext) -> float:
-    cores = q.core_count or 1
-    eff = (q.cpu_efficiency or 100) / 100
-    if q.corepower <= 0:
-        return float("inf")  # a queue publishing no CPU power cannot promise any walltime
-    return task.cpu_time * ctx.n_events / (cores * q.corepower * eff) + task.base_walltime
-
-
-def expected_memory_mb(task, q) -> float:
-    cores = q.core_count or 1
-    per = task.ram_count * cores if task.ram_unit == "MBPerCore" else task.ram_count
-    return (task.base_ram_count + per) * MEMORY_COMPENSATION
-
-
-def _connectivity(queue_value: str, task_value: str) -> str | None:
-    if not task_value:
-        return None
-    t_net, _, t_ip = task_value.partition("#")
-    q_net, _, q_ip = (queue_value or "full").partition("#")
-    accepts = {
-        "full": {"full", "http", "none", ""},
-        "http": {"http", "none", ""},
-        "none": {"none", ""},
-    }
-    if t_net not in accepts.get(q_net or "full", set()):
-        return f"network {t_net} vs {q_net}"
-    if t_ip and q_ip != t_ip:
-        return f"ip_stack {t_ip} vs {q_ip or 'unset'}"
-    if not t_ip and q_ip:
-        return f"ip_stack unset vs {q_ip}"
-    return None
-
-
-Check = Callable[[Any, Any, JobContext], dict | None]
-
-
-def _preassigned(task) -> list[str]:
-    return [s.strip() for s in task.site.split(",") if s.strip()]
-
-
-def job_checks(task, spec: dict) -> list[tuple[str, Check]]:
-    """The seed's checks, in its order; each returns the values compared when it removes."""
-    pre = bool(_preassigned(task))
-    high = task.priority >= 800 or task.scout
-
-    def status(q, t, ctx):
-        if not pre and q.status != "online":
-            return {"status": q.status}
-        return None
-
-    def link_blocked(q, t, ctx):
-        link = ctx.links.get(q.site_id)
-        if ctx.nucleus is not None and link is not None and link.closeness == -1:
-            return {"closeness": -1}
-        return None
-
-    def link_queued(q, t, ctx):
-        link = ctx.links.get(q.site_id)
-        if link is not None and (link.queued_files or 0) > ctx.params["NQUEUED_SAT_CAP"]:
-            return {
-                "queued_files": link.queued_files,
-                "NQUEUED_SAT_CAP": ctx.params["NQUEUED_SAT_CAP"],
-            }
-        return None
-
-    def nucleus_queued(q, t, ctx):
-        cap = ctx.params["NQUEUED_NUC_CAP_FOR_JOBS"]
-        if ctx.nucleus is not None and ctx.nucleus_queued_files > cap:
-            return {"files_to_nucleus": ctx.nucleus_queued_files, "NQUEUED_NUC_CAP_FOR_JOBS": cap}
-        return None
-
-    def inactive(q, t, ctx):
-        if not (high or t.merge):
-            return None
-        waiting = q.counts.get("activated", 0)
-        if waiting and (q.last_start is None or ctx.now - q.last_start > INACTIVE_AFTER):
-            return {
-                "last_start": q.last_start.isoformat() if q.last_start else None,
-                "activated": waiting,
-            }
-        return None
-
-    def opportunistic(q, t, ctx):
-        if high and q.pledgedcpu == -1:
-            return {"pledgedcpu": -1, "priority": t.priority, "scout": t.scout}
-        return None
-
-    def share(q, t, ctx):
-        entry = zero_share(q.fairsharepolicy, t)
-        if entry:
-            return {
-                "fairsharepolicy": q.fairsharepolicy,
-                "matched": entry,
-                "processingType": t.processing_type,
-            }
-        return None
-
-    def move_input(q, t, ctx):
-        io = t.io_intensity or 0
-        if io <= ctx.params["IO_INTENSITY_CUTOFF"]:
-            return None
-        tot_size, tot_files = ctx.totals
-        loc = ctx.locality.get(q.name, Locality())
-        missing_gb = max(0.0, tot_size - loc.size_any)
-        missing_files = max(0, tot_files - loc.files_any)
-        if (
-            missing_gb >= ctx.params["SIZE_CUTOFF_TO_MOVE_INPUT"]
-            or missing_files >= ctx.params["NUM_CUTOFF_TO_MOVE_INPUT"]
-        ):
-            return {"missing_gb": missing_gb, "missing_files": missing_files, "ioIntensity": io}
-        return None
-
-    def diskio(q, t, ctx):
-        limit = q.max_diskio if q.max_diskio is not None else ctx.params["MAX_DISKIO_DEFAULT"]
-        if t.disk_io is not None and q.diskio_per_core > limit and t.disk_io > limit:
-            return {
-                "queue_diskio_per_core": q.diskio_per_core,
-                "limit": limit,
-                "task_diskIO": t.disk_io,
-            }
-        return None
-
-    def core_count(q, t, ctx):
-        qc = q.core_count or 1
-        if t.core_count > 1 and qc <= 1:
-            return {"task_coreCount": t.core_count, "queue_coreCount": qc}
-        if t.core_count == 1 and qc > 1:
-            return {"task_coreCount": 1, "queue_coreCount": qc}
-        if t.max_core_count and qc > t.max_core_count:
-            return {"task_maxCoreCount": t.max_core_count, "queue_coreCount": qc}
-        if q.max_core_count and t.core_count > q.max_core_count:
-            return {"task_coreCount": t.core_count, "queue_maxCoreCount": q.max_core_count}
-        return None
-
-    def software(q, t, ctx):
-        problem = architecture.check_software(
-            t, spec, q.releases or [], q.software or {}, q.gpu_summary or [], ctx.all_tags
-        )
-        if problem:
-            return {"problem": problem, "releases": q.releases}
-        return None
-
-    def memory(q, t, ctx):
-        need = expected_memory_mb(t, q)
-        cores = q.core_count or 1
-        low, high_ = q.minrss * cores, q.maxrss * cores
-        if (high_ and need > high_) or need < low:
-            return {"expected_mb": round(need, 1), "min_mb": low, "max_mb": high_ or None}
-        return None
-
-    def direct_access(q, t, ctx):
-        if t.direct_access_only and not q.direct_access_lan:
-            return {"direct_access_lan": False}
-        return None
-
-    def disk(q, t, ctx):
-        if not q.maxwdir:
-            return None
-        need = expected_disk_mb(t, q, ctx)
-        per_core = q.maxwdir / (q.core_count or 1)
-        if per_core <= need:
-            return {"expected_mb": round(need, 1), "maxwdir_per_core_mb": round(per_core, 1)}
-        return None
-
-    def storage_space(q, t, ctx):
-        s = q.output_storage
-        minimum = ctx.params["STORAGE_MIN_FREE_SIZE"]
-        if s is None or s.space_free <= minimum:
-            return {"free_gb": s.space_free if s else None, "minimum_gb": minimum}
-        return None
-
-    def endpoints(q, t, ctx):
-        i, o = q.input_storage, q.output_storage
-        bad = []
-        if i is None or i.blacklisted or not i.read_lan:
-            bad.append("input not readable over LAN")
-        if o is None or o.blacklisted or not o.write_lan:
-            bad.append("output not writable over LAN")
-        satellite = ctx.nucleus is not None and q.nucleus_id != ctx.nucleus.pk
-        if satellite:
-            if i is not None and not i.write_wan:
-                bad.append("input cannot receive over WAN")
-            if o is not None and not o.read_wan:
-                bad.append("output cannot send over WAN")
-            if any(not (s.read_wan and s.write_wan) for s in ctx.nucleus.storages_list):
-                bad.append("nucleus storage not open over WAN")
-        return {"endpoints": bad} if bad else None
-
-    def scout_maxtime(q, t, ctx):
-        if (t.scout or not t.walltime) and q.maxtime and q.maxtime < MIN_MAXTIME_SCOUT:
-            return {"maxtime": q.maxtime, "minimum": MIN_MAXTIME_SCOUT}
-        return None
-
-    def walltime(q, t, ctx):
-        est = expected_walltime(t, q, ctx)
-        if est < q.mintime or (q.maxtime and est > q.maxtime):
-            expected = round(est) if est != float("inf") else "unbounded (corepower 0)"
-            return {"expected_s": expected, "mintime": q.mintime, "maxtime": q.maxtime or None}
-        return None
-
-    def connectivity(q, t, ctx):
-        problem = _connectivity(q.wnconnectivity, t.ip_connectivity)
-        if problem:
-            return {
-                "ipConnectivity": t.ip_connectivity,
-                "wnconnectivity": q.wnconnectivity,
-                "problem": problem,
-            }
-        return None
-
-    def transferring(q, t, ctx):
-        n = q.counts.get("transferring", 0)
-        limit = max(q.transferring_limit or TRANSFERRING_LIMIT, 2 * q.counts.get("running", 0))
-        if n > limit:
-            return {"transferring": n, "limit": limit}
-        return None
-
-    def t1_weight(q, t, ctx):
-        if (
-            t.t1_weight == -1
-            and not t.merge
-            and ctx.nucleus is not None
-            and q.nucleus_id != ctx.nucleus.pk
-        ):
-            return {"t1Weight": -1, "queue_nucleus": q.nucleus.name if q.nucleus_id else None}
-        return None
-
-    def full_chain(q, t, ctx):
-        n = ctx.nucleus
-        if n is None or not n.bare_nucleus:
-            if q.nucleus_id and q.nucleus.bare_nucleus == "only" and not t.full_chain:
-                return {"queue_bareNucleus": "only", "fullChain": None}
-            return None
-        only_nucleus = t.full_chain in ("only", "require") or (t.full_chain == "capable")
-        if only_nucleus and q.nucleus_id != n.pk:
-            return {"fullChain": t.full_chain, "nucleus": n.name, "bareNucleus": n.bare_nucleus}
-        return None
-
-    def no_pilot(q, t, ctx):
-        if q.last_pilot is None or ctx.now - q.last_pilot > NO_PILOT_AFTER:
-            return {"last_pilot": q.last_pilot.isoformat() if q.last_pilot else None}
-        return None
-
-    def urgent_network(q, t, ctx):
-        if "urgent" not in t.processing_type and t.priority < 1000:
-            return None
-        nw = q.network
-        need = ctx.params["NW_THRESHOLD"] * ctx.params["NW_WEIGHT_MULTIPLIER"]
-        if nw is not None and nw[0] < need:
-            return {"network_weight": round(nw[0], 4), "needed": need}
-        return None
-
-    def work_shortage(q, t, ctx):
-        if not ctx.params["WORK_SHORTAGE"]:
-            return None
-        if q.pledgedcpu == -1:
-            return {"pledgedcpu": -1}
-        cores = q.counts.get("running", 0) * (q.core_count or 1)
-        if q.pledgedcpu > 0 and cores > q.pledgedcpu:
-            return {"running_cores": cores, "pledgedcpu": q.pledgedcpu}
-        return None
-
-    return [
-        ("status", status),
-        ("link_blocked", link_blocked),
-        ("link_queued", link_queued),
-        ("nucleus_queued", nucleus_queued),
-        ("inactive", inactive),
-        ("opportunistic", opportunistic),
-        ("zero_share", share),
-        ("move_input", move_input),
-        ("diskio", diskio),
-        ("core_count", core_count),
-        ("software", software),
-        ("memory", memory),
-        ("direct_access", direct_access),
-        ("disk", disk),
-        ("storage_space", storage_space),
-        ("endpoints", endpoints),
-        ("scout_maxtime", scout_maxtime),
-        ("walltime", walltime),
-        ("connectivity", connectivity),
-        ("transferring", transferring),
-        ("t1_weight", t1_weight),
-        ("full_chain", full_chain),
-        ("no_pilot", no_pilot),
-        ("urgent_network", urgent_network),
-        ("work_shortage", work_shortage),
-    ]
-
-
-def _nid(t, ctx):
-    return ctx.nucleus.pk if ctx.nucleus is not None else None
-
-
-# What of the task (and context) each check reads: within a cycle, a check's verdicts over all
-# queues are computed once per distinct key and reused by every task sharing it. `inactive`
-# reads the activated counts that the cycle itself raises, so it is always evaluated.
-CHECK_KEYS: dict[str, Callable[[Any, JobContext], Any] | None] = {
-    "status": lambda t, ctx: t.site,
-    "link_blocked": _nid,
-    "link_queued": _nid,
-    "nucleus_queued": _nid,
-    "inactive": None,
-    "opportunistic": lambda t, ctx: t.priority >= 800 or t.scout,
-    "zero_share": lambda t, ctx: (
-        t.processing_type,
-        t.working_group,
-        t.gshare,
-        t.priority,
-        t.merge,
-    ),
-    "move_input": lambda t, ctx: (
-        t.pk if (t.io_intensity or 0) > ctx.params["IO_INTENSITY_CUTOFF"] else None
-    ),
-    "diskio": lambda t, ctx: t.disk_io,
-    "core_count": lambda t, ctx: (t.core_count, t.max_core_count),
-    "software": lambda t, ctx: (t.architecture, t.release, t.container_name, t.only_tags_for_fc),
-    "memory": lambda t, ctx: (t.ram_count, t.base_ram_count, t.ram_unit),
-    "direct_access": lambda t, ctx: t.direct_access_only,
-    "disk": lambda t, ctx: (
-        t.out_disk_unit,
-        t.out_disk_count,
-        t.work_disk_count,
-        ctx.n_events,
-        ctx.input_mb_per_job,
-    ),
-    "storage_space": lambda t, ctx: (),
-    "endpoints": _nid,
-    "scout_maxtime": lambda t, ctx: (t.scout, bool(t.walltime)),
-    "walltime": lambda t, ctx: (t.cpu_time, ctx.n_events, t.base_walltime),
-    "connectivity": lambda t, ctx: t.ip_connectivity,
-    "transferring": lambda t, ctx: (),
-    "t1_weight": lambda t, ctx: (t.t1_weight, t.merge, _nid(t, ctx)),
-    "full_chain": lambda t, ctx: (t.full_chain, _nid(t, ctx)),
-    "no_pilot": lambda t, ctx: (),
-    "urgent_network": lambda t, ctx: (
-        "urgent" in t.processing_type or t.priority >= 1000,
-        _nid(t, ctx),
-    ),
-    "work_shortage": lambda t, ctx: (),
-}
 
 
 def _input_local(q, ctx: JobContext) -> bool:
@@ -744,13 +346,15 @@ def queue_weight(task, q, ctx: JobContext, detail: bool = True) -> tuple[float, 
     return w, factors
 
 
-def first_failing(live: list, checks, task, ctx) -> tuple[list[Candidate], list[tuple]]:
+def first_failing(
+    live: list, job_checks: list[checks.JobCheck], task, ctx
+) -> tuple[list[Candidate], list[tuple]]:
     """Each queue through the checks in order: a candidate per queue, removed by the first
     check that fails it; and the (queue, candidate) pairs that passed every check."""
     cands = [Candidate(q.name) for q in live]
     survivors = []
     for q, c in zip(live, cands, strict=True):
-        for name, check in checks:
+        for name, check, _ in job_checks:
             values = check(q, task, ctx)
             if values is not None:
                 c.remove(name, **values)
@@ -760,10 +364,34 @@ def first_failing(live: list, checks, task, ctx) -> tuple[list[Candidate], list[
     return cands, survivors
 
 
+def _first_failing_shared(live: list, task, ctx: JobContext, memo: dict) -> tuple[list, list]:
+    """first_failing over the cycle's shared verdicts: each check runs over every queue once
+    per distinct memo key. Returns the survivors as (queue, candidate) and the removed rows."""
+    removed_rows: list[tuple] = []
+    alive = set(range(len(live)))
+    for name, check, key_of in checks.PRODUCTION:
+        if key_of is None:
+            verdicts = {i: v for i in alive if (v := check(live[i], task, ctx)) is not None}
+        else:
+            key = (name, key_of(task, ctx))
+            verdicts = memo.get(key)
+            if verdicts is None:
+                verdicts = memo[key] = {
+                    i: v for i, q in enumerate(live) if (v := check(q, task, ctx)) is not None
+                }
+        hit = alive.intersection(verdicts)
+        if hit:
+            removed_rows.extend((live[i].name, name, verdicts[i]) for i in hit)
+            alive.difference_update(hit)
+        if not alive:
+            break
+    return [(live[i], Candidate(live[i].name)) for i in sorted(alive)], removed_rows
+
+
 def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
     """Choose up to 10 queues for a task's jobs."""
-    spec = task.architecture_spec or architecture.parse(task.architecture)
-    pre = set() if ctx.preassignment_expired else set(_preassigned(task))
+    ctx = replace(ctx, spec=task.architecture_spec or architecture.parse(task.architecture))
+    pre = set() if ctx.preassignment_expired else set(checks.preassigned(task))
     memo = ctx.memo if not pre else None  # pre-assigned tasks see their own candidate lists
     if memo is not None and "live" in memo:
         live = memo["live"]
@@ -777,7 +405,7 @@ def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
         ]
         if memo is not None:
             memo["live"] = live
-    nid = _nid(task, ctx)
+    nid = checks.nucleus_id(task, ctx)
     networks = memo.get(("network", nid)) if memo is not None else None
     if networks is None:
         networks = [
@@ -795,30 +423,11 @@ def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
             memo[("network", nid)] = networks
     for q, nw in zip(live, networks, strict=True):
         q.network = nw
-    checks = job_checks(task, spec)
     removed_rows: list[tuple] = []
     if memo is None:
-        cands, survivors = first_failing(live, checks, task, ctx)
+        cands, survivors = first_failing(live, checks.PRODUCTION, task, ctx)
     else:
-        alive = set(range(len(live)))
-        for name, check in checks:
-            key_of = CHECK_KEYS[name]
-            if key_of is None:
-                verdicts = {i: v for i in alive if (v := check(live[i], task, ctx)) is not None}
-            else:
-                key = (name, key_of(task, ctx))
-                verdicts = memo.get(key)
-                if verdicts is None:
-                    verdicts = memo[key] = {
-                        i: v for i, q in enumerate(live) if (v := check(q, task, ctx)) is not None
-                    }
-            hit = alive.intersection(verdicts)
-            if hit:
-                removed_rows.extend((live[i].name, name, verdicts[i]) for i in hit)
-                alive.difference_update(hit)
-            if not alive:
-                break
-        survivors = [(live[i], Candidate(live[i].name)) for i in sorted(alive)]
+        survivors, removed_rows = _first_failing_shared(live, task, ctx, memo)
         cands = [c for _, c in survivors]
 
     kept = []

@@ -141,26 +141,19 @@ def definition_of(tq_id: int) -> matching.TQ | None:
     return found
 
 
-def ce_resources():
-    """A resource description per active computing element, as its pilots would present it."""
+def active_ces():
+    """The active computing elements, their sites loaded, in the CEs' order (site, name)."""
     from matcher.models import ComputingElement
 
-    for ce in ComputingElement.objects.select_related("site").filter(
+    return ComputingElement.objects.select_related("site").filter(
         status=ComputingElement.Status.ACTIVE
-    ):
-        yield (
-            ce.site.name,
-            ce.name,
-            matching.Resource(
-                site=ce.site.name,
-                grid_ce=ce.name,
-                setup="any",
-                cpu_time=ce.cpu_time_limit,
-                platforms=frozenset(ce.platforms),
-                tags=frozenset(ce.tags),
-                pilot_type="any",
-            ),
-        )
+    )
+
+
+def ce_resources():
+    """A resource description per active computing element, as its pilots would present it."""
+    for ce in active_ces():
+        yield ce.site.name, ce.name, matching.ce_resource(ce)
 
 
 def analyse_job(job: Job) -> dict:

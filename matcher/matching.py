@@ -51,6 +51,32 @@ class Resource:
     private: bool = False
 
 
+def ce_resource(
+    ce,
+    private: bool | None = None,
+    owner_id: int | None = None,
+    owner_group_id: int | None = None,
+) -> Resource:
+    """What a pilot on a computing element presents: the CE's site, name, CPU time limit,
+    platforms and tags, any Setup. `private` None: any pilot (pilot type "any", no owner), the
+    CE as the job analysis lists it; True: a private pilot of that owner and group; False: a
+    generic pilot (the owner is then ignored). `ce` is a ComputingElement with its site loaded
+    (read as plain attributes: no database here)."""
+    pilot_type = "any" if private is None else "private" if private else "generic"
+    return Resource(
+        site=ce.site.name,
+        grid_ce=ce.name,
+        setup="any",
+        cpu_time=ce.cpu_time_limit,
+        platforms=frozenset(ce.platforms),
+        tags=frozenset(ce.tags),
+        pilot_type=pilot_type,
+        owner_id=owner_id if private else None,
+        owner_group_id=owner_group_id if private else None,
+        private=bool(private),
+    )
+
+
 @dataclass(frozen=True)
 class TQ:
     """A TaskQueue's definition as the matcher sees it."""

@@ -1,19 +1,14 @@
-"""Pilots: the director cycle, submit pools and their backends, the simulated CE, and the
-status reports of pilots and of the jobs they run."""
+"""Pilots: the director cycle (plan, submit, record), the simulated CE, and the status reports
+of pilots and of the jobs they run. The submit pools and their backends: submit_pools.py."""
 
 from __future__ import annotations
 
 import logging
 import random
-import subprocess
-import sys
-import threading
-import uuid
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import timedelta
-from pathlib import Path
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Count
@@ -36,10 +31,18 @@ from matcher.models import (
     TaskQueue,
 )
 from matcher.priorities import RUNNING_STATES, taskqueue_loads
+from matcher.submit_pools import (
+    LocalBackend,
+    PilotBatch,
+    SimulatedBackend,
+    SubmitPool,
+    Submitted,
+    pilot_token,
+    simulated_ces,
+)
 from shares.models import GridGroup, User
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parent.parent
 MAX_JOBS_PER_PILOT = 5  # a pilot asks again after each job, this many times at most
 
 
@@ -47,123 +50,7 @@ class PilotError(Exception):
     """A report the pilot's or the job's state does not allow (409)."""
 
 
-# --- submission ---------------------------------------------------------------------------------
-
-
-@dataclass
-class PilotBatch:
-    """What one submission hands to a pool: n pilots for one TaskQueue."""
-
-    tq_id: int
-    n: int
-    pool: str
-    private: bool
-    owner_dn: str
-    owner_group: str
-    ces: list[tuple[str, str]]  # (site, CE) the list-match allows
-    jdl: str
-    token: str = ""
-    resource: dict = field(default_factory=dict)
-
-
-@dataclass
-class Submitted:
-    reference: str
-    site: str
-    ce: str
-
-
-class SimulatedBackend:
-    """A simulated CE: accepts pilots up to each CE's free waiting slots."""
-
-    grid_type = "Simulated"
-
-    def __init__(self, free_slots: dict[str, int]):
-        self.free = free_slots
-        self.lock = threading.Lock()
-
-    def submit(self, batch: PilotBatch, rng: random.Random) -> list[Submitted]:
-        out = []
-        for _ in range(batch.n):
-            with self.lock:
-                open_ces = [(s, c) for s, c in batch.ces if self.free.get(c, 0) > 0]
-                if not open_ces:
-                    break
-                site, ce = rng.choice(open_ces)
-                self.free[ce] -= 1
-            out.append(Submitted(f"sim://{ce}/{uuid.uuid4().hex[:12]}", site, ce))
-        return out
-
-
-class LocalBackend:
-    """Starts the real pilot client (`manage.py pilot`) as a process on this machine."""
-
-    grid_type = "Local"
-
-    def submit(self, batch: PilotBatch, rng: random.Random) -> list[Submitted]:
-        out = []
-        for _ in range(batch.n):
-            site, ce = rng.choice(batch.ces) if batch.ces else ("any", "")
-            ref = f"local://{ce or 'localhost'}/{uuid.uuid4().hex[:12]}"
-            args = [
-                sys.executable,
-                str(ROOT / "manage.py"),
-                "pilot",
-                "--url",
-                gdpconfig.get("LocalPilotURL"),
-                "--token",
-                batch.token,
-                "--site",
-                site,
-                "--reference",
-                ref,
-                "--max-seconds",
-                str(gdpconfig.get("LocalPilotMaxSeconds")),
-            ]
-            if ce:
-                args += ["--ce", ce]
-            for key, flag in (("cpu_time", "--cpu-time"),):
-                if key in batch.resource:
-                    args += [flag, str(batch.resource[key])]
-            for value in batch.resource.get("platform", []):
-                args += ["--platform", value]
-            for value in batch.resource.get("tag", []):
-                args += ["--tag", value]
-            subprocess.Popen(
-                args,
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            out.append(Submitted(ref, site, ce))
-        return out
-
-
-class SubmitPool:
-    """A bounded pool of submission threads (minThreadsInPool, maxThreadsInPool,
-    totalThreadsInPool): at most `total` batches queued; more wait for the next cycle."""
-
-    def __init__(self, name: str, backend, max_threads: int, total: int):
-        self.name = name
-        self.backend = backend
-        self.executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix=name)
-        self.slots = threading.BoundedSemaphore(total)
-
-    def submit(self, batch: PilotBatch, rng: random.Random):
-        if not self.slots.acquire(blocking=False):
-            return None
-
-        def run():
-            try:
-                return self.backend.submit(batch, rng)
-            finally:
-                self.slots.release()
-
-        return self.executor.submit(run)
-
-    def close(self):
-        self.executor.shutdown(wait=True)
+# --- the director cycle: plan, submit, record ----------------------------------------------------
 
 
 def _settings(running_jobs: int, waiting_jobs: int) -> tuple[director.Settings, float]:
@@ -192,22 +79,12 @@ def waiting_pilots(now) -> dict[int, int]:
     )
 
 
-def _credentials(now) -> dict[tuple[str, str], object]:
-    return {
-        (dn, group): expires
-        for dn, group, expires in Credential.objects.values_list("dn", "group__name", "expires")
-    }
-
-
-@cycle("director")
-def director_cycle(rng: random.Random | None = None) -> dict:
-    """The seed's TaskQueue director, one iteration."""
-    rng = rng or random.Random()
-    now = clock.now()
-    run_id = current_run_id("director")
+def _decide(now, rng: random.Random):
+    """How many pilots each TaskQueue with waiting jobs gets (director.plan), before anything
+    about where they go: (decisions, settings, pilotsPerIteration), or None when no job waits."""
     loads = [tq for tq in taskqueue_loads() if tq.jobs > 0]
     if not loads:
-        return {"taskqueues": 0, "pilots": 0}
+        return None
     rows = {
         r["id"]: r
         for r in TaskQueue.objects.filter(id__in=[t.id for t in loads]).values(
@@ -228,170 +105,248 @@ def director_cycle(rng: random.Random | None = None) -> dict:
     ]
     running = Job.objects.filter(status__in=RUNNING_STATES).count()
     s, ppi = _settings(running, sum(t.jobs for t in states))
-    decisions = director.plan(states, waiting_pilots(now), s, rng, ppi)
+    return director.plan(states, waiting_pilots(now), s, rng, ppi), s, ppi
 
-    definitions = {tq.id: tq for tq in match.taskqueue_definitions()}
-    groups = {g.pk: g for g in GridGroup.objects.all()}
-    users = dict(User.objects.values_list("pk", "dn"))
-    credentials = _credentials(now)
-    min_left = timedelta(days=gdpconfig.get("PilotProxyMinDays"))
-    generic_dn, generic_group = gdpconfig.get("GenericPilotDN"), gdpconfig.get("GenericPilotGroup")
-    generic_user_id = _generic_user_id(generic_dn)  # once per cycle, not per TaskQueue
-    known_pools = set(gdpconfig.get("SubmitPools"))
-    backends_of = gdpconfig.get("SubmitPoolBackends")
-    ce_list = list(match.ce_resources())
-    ce_rows = {c.name: c for c in ComputingElement.objects.all()}
-    busy = Counter(
-        Pilot.objects.filter(status__in=PILOT_WAITING_STATES).values_list("ce", flat=True)
-    )
-    simulated = SimulatedBackend(
-        {name: max(0, c.max_waiting_pilots - busy[name]) for name, c in ce_rows.items()}
-    )
-    pools: dict[str, SubmitPool] = {}
-    tokens: dict[int, str] = {}
-    pending = []
-    for d in decisions:
-        if d.to_submit <= 0:
-            d.notes.append("nothing to submit" if d.cap > 0 else "over its cap")
-            d.to_submit = 0
-            continue
-        tq = definitions.get(d.tq.id)
-        if tq is None:
-            d.notes.append("TaskQueue gone")
-            d.to_submit = 0
-            continue
-        d.submit_pool = director.choose_submit_pool(
-            d.tq.submit_pools, gdpconfig.get("DefaultSubmitPools"), rng
-        )
-        if d.submit_pool not in known_pools or d.submit_pool not in backends_of:
-            d.notes.append(f"unknown submit pool {d.submit_pool!r}")
-            d.to_submit = 0
-            continue
-        if backends_of[d.submit_pool] == "external":
-            d.notes.append(f"pool {d.submit_pool}: its pilots are started outside this director")
-            d.to_submit = 0
-            continue
-        d.private = director.submit_private_pilot(
-            s.private_pilot_fraction, d.tq.pilot_types, d.tq.force_generic, rng
-        )
-        owner_dn = users.get(tq.owner_id) or ""
-        identity = (owner_dn, tq.group_name) if d.private else (generic_dn, generic_group)
-        expires = credentials.get(identity)
-        if expires is None or expires - now < min_left:
-            d.notes.append(
-                f"no credential for {identity[0]} as {identity[1]} with "
-                f"{gdpconfig.get('PilotProxyMinDays'):g} days left"
-            )
-            d.to_submit = 0
-            continue
-        resource_of = {}
-        ces = []
-        for site, ce, res in ce_list:
-            pilot_res = matching.Resource(
-                site=res.site,
-                grid_ce=res.grid_ce,
-                setup="any",
-                cpu_time=res.cpu_time,
-                platforms=res.platforms,
-                tags=res.tags,
-                pilot_type="private" if d.private else "generic",
-                owner_id=tq.owner_id if d.private else None,
-                owner_group_id=tq.owner_group_id if d.private else None,
-                private=d.private,
-            )
-            if matching.first_failing_rule(tq, pilot_res) is None:
-                ces.append((site, ce))
-                resource_of[ce] = res
-        if gdpconfig.get("ListMatch") and not ces:
-            d.notes.append("list-match: no active CE fits the TaskQueue")
-            d.to_submit = 0
-            continue
-        backend_name = backends_of[d.submit_pool]
-        user_id = tq.owner_id if d.private else generic_user_id
-        if backend_name == "local" and user_id not in tokens:
-            tokens[user_id] = _token_for(user_id)
-        first_res = resource_of[ces[0][1]] if ces else None
-        batch = PilotBatch(
-            tq_id=tq.id,
-            n=d.to_submit,
-            pool=d.submit_pool,
-            private=d.private,
-            owner_dn=identity[0],
-            owner_group=identity[1],
-            ces=ces,
-            jdl=director.pilot_jdl(
-                tq.id,
-                identity[0],
-                identity[1],
-                d.private,
-                d.submit_pool,
-                [c for _, c in ces],
-                groups[tq.owner_group_id].job_sharing,
-            ),
-            token=tokens.get(user_id, ""),
-            resource={
-                "cpu_time": first_res.cpu_time,
-                "platform": sorted(first_res.platforms),
-                "tag": sorted(first_res.tags),
-            }
-            if first_res
-            else {},
-        )
-        if d.submit_pool not in pools:
-            backend = simulated if backend_name == "simulated" else LocalBackend()
-            pools[d.submit_pool] = SubmitPool(
-                d.submit_pool,
-                backend,
-                gdpconfig.get("maxThreadsInPool"),
-                gdpconfig.get("totalThreadsInPool"),
-            )
-        future = pools[d.submit_pool].submit(batch, random.Random(rng.random()))
-        if future is None:
-            d.notes.append(f"submit pool {d.submit_pool} is full (totalThreadsInPool)")
-            d.to_submit = 0
-            continue
-        pending.append((d, batch, future, user_id))
 
-    pilots = []
-    sim = gdpconfig.get("SimulatedPilotSeconds")
-    for d, batch, future, user_id in pending:
+@dataclass
+class DirectorView:
+    """What the plan step reads, once per cycle rather than once per TaskQueue: the TaskQueues'
+    definitions, owners, credentials, the submit pools' settings and the active CEs."""
+
+    now: datetime
+    private_pilot_fraction: float
+    definitions: dict[int, matching.TQ]
+    groups: dict[int, GridGroup]
+    users: dict[int, str]
+    credentials: dict[tuple[str, str], object]
+    proxy_min_days: float  # a credential with less time left sends no pilot
+    generic: tuple[str, str]  # the generic pilots' (DN, group)
+    generic_user_id: int | None
+    known_pools: set[str]
+    backends_of: dict[str, str]
+    default_pools: list[str]
+    list_match: bool
+    ces: list[ComputingElement]
+
+    @property
+    def min_left(self) -> timedelta:
+        return timedelta(days=self.proxy_min_days)
+
+
+def _director_view(now, s: director.Settings) -> DirectorView:
+    generic_dn = gdpconfig.get("GenericPilotDN")
+    return DirectorView(
+        now=now,
+        private_pilot_fraction=s.private_pilot_fraction,
+        definitions={tq.id: tq for tq in match.taskqueue_definitions()},
+        groups={g.pk: g for g in GridGroup.objects.all()},
+        users=dict(User.objects.values_list("pk", "dn")),
+        credentials={
+            (dn, group): expires
+            for dn, group, expires in Credential.objects.values_list("dn", "group__name", "expires")
+        },
+        proxy_min_days=gdpconfig.get("PilotProxyMinDays"),
+        generic=(generic_dn, gdpconfig.get("GenericPilotGroup")),
+        # looked up once per cycle, not per TaskQueue
+        generic_user_id=User.objects.filter(dn=generic_dn).values_list("pk", flat=True).first(),
+        known_pools=set(gdpconfig.get("SubmitPools")),
+        backends_of=gdpconfig.get("SubmitPoolBackends"),
+        default_pools=gdpconfig.get("DefaultSubmitPools"),
+        list_match=gdpconfig.get("ListMatch"),
+        ces=list(match.active_ces()),
+    )
+
+
+@dataclass
+class PlannedBatch:
+    """One TaskQueue's pilots as planned: the batch for its pool, the pool's backend, and whose
+    credential the pilots report with."""
+
+    decision: director.Decision
+    batch: PilotBatch
+    backend: str
+    user_id: int | None
+
+
+def _skip(d: director.Decision, note: str) -> None:
+    """The TaskQueue gets no pilot this cycle; the reason goes to its DirectorDecision."""
+    d.notes.append(note)
+    d.to_submit = 0
+
+
+def _list_match(tq: matching.TQ, ces, private: bool) -> list[tuple[str, str, matching.Resource]]:
+    """The active CEs whose pilots (private or generic, as chosen) the TaskQueue would take."""
+    out = []
+    for ce in ces:
+        resource = matching.ce_resource(ce, private, tq.owner_id, tq.owner_group_id)
+        if matching.first_failing_rule(tq, resource) is None:
+            out.append((ce.site.name, ce.name, resource))
+    return out
+
+
+def plan_batch(d: director.Decision, view: DirectorView, rng) -> PlannedBatch | None:
+    """Where a TaskQueue's pilots go: its submit pool, private or generic, the credential, the
+    CEs of the list-match. None (the reason in d.notes) when it gets none this cycle."""
+    if d.to_submit <= 0:
+        return _skip(d, "nothing to submit" if d.cap > 0 else "over its cap")
+    tq = view.definitions.get(d.tq.id)
+    if tq is None:
+        return _skip(d, "TaskQueue gone")
+    d.submit_pool = director.choose_submit_pool(d.tq.submit_pools, view.default_pools, rng)
+    if d.submit_pool not in view.known_pools or d.submit_pool not in view.backends_of:
+        return _skip(d, f"unknown submit pool {d.submit_pool!r}")
+    backend = view.backends_of[d.submit_pool]
+    if backend == "external":
+        return _skip(d, f"pool {d.submit_pool}: its pilots are started outside this director")
+    d.private = director.submit_private_pilot(
+        view.private_pilot_fraction, d.tq.pilot_types, d.tq.force_generic, rng
+    )
+    identity = (view.users.get(tq.owner_id) or "", tq.group_name) if d.private else view.generic
+    expires = view.credentials.get(identity)
+    if expires is None or expires - view.now < view.min_left:
+        return _skip(
+            d,
+            f"no credential for {identity[0]} as {identity[1]} with "
+            f"{view.proxy_min_days:g} days left",
+        )
+    fits = _list_match(tq, view.ces, d.private)
+    if view.list_match and not fits:
+        return _skip(d, "list-match: no active CE fits the TaskQueue")
+    # The local pilot client is told the first fitting CE's limits, as it would read them there.
+    first = fits[0][2] if fits else None
+    batch = PilotBatch(
+        tq_id=tq.id,
+        n=d.to_submit,
+        pool=d.submit_pool,
+        private=d.private,
+        owner_dn=identity[0],
+        owner_group=identity[1],
+        ces=[(site, ce) for site, ce, _ in fits],
+        jdl=director.pilot_jdl(
+            tq.id,
+            identity[0],
+            identity[1],
+            d.private,
+            d.submit_pool,
+            [ce for _, ce, _ in fits],
+            view.groups[tq.owner_group_id].job_sharing,
+        ),
+        resource={
+            "cpu_time": first.cpu_time,
+            "platform": sorted(first.platforms),
+            "tag": sorted(first.tags),
+        }
+        if first
+        else {},
+    )
+    user_id = tq.owner_id if d.private else view.generic_user_id
+    return PlannedBatch(d, batch, backend, user_id)
+
+
+@dataclass
+class CycleSubmissions:
+    """The submit step's state in one cycle: the pools, opened as batches come; the pilot
+    credentials' tokens; the batches in flight. A batch starts the moment it is handed over,
+    so later TaskQueues are planned while the earlier ones are being submitted."""
+
+    simulated: SimulatedBackend
+    pools: dict[str, SubmitPool] = field(default_factory=dict)
+    tokens: dict[int | None, str] = field(default_factory=dict)
+    in_flight: list[tuple[PlannedBatch, Future]] = field(default_factory=list)
+
+
+def submit_batch(planned: PlannedBatch, subs: CycleSubmissions, rng: random.Random) -> None:
+    """Hand the batch to its submit pool; a full pool (totalThreadsInPool) refuses it."""
+    d, batch, pool = planned.decision, planned.batch, planned.decision.submit_pool
+    if planned.backend == "local" and planned.user_id not in subs.tokens:
+        subs.tokens[planned.user_id] = pilot_token(planned.user_id)
+    batch.token = subs.tokens.get(planned.user_id, "")
+    if pool not in subs.pools:
+        backend = subs.simulated if planned.backend == "simulated" else LocalBackend()
+        subs.pools[pool] = SubmitPool(
+            pool,
+            backend,
+            gdpconfig.get("maxThreadsInPool"),
+            gdpconfig.get("totalThreadsInPool"),
+        )
+    future = subs.pools[pool].submit(batch, random.Random(rng.random()))
+    if future is None:
+        _skip(d, f"submit pool {pool} {director.POOL_FULL}")
+        return
+    subs.in_flight.append((planned, future))
+
+
+def collect_submitted(subs: CycleSubmissions) -> list[tuple[PlannedBatch, Submitted, str]]:
+    """Wait for every batch in flight, then close the pools: (batch, pilot, grid type) for
+    each pilot a CE took. A decision keeps the number its CEs really took."""
+    out = []
+    for planned, future in subs.in_flight:
+        d = planned.decision
         try:
             done = future.result()
         except Exception as exc:  # a backend failure costs this TaskQueue its pilots, not the cycle
             log.exception("submission failed")
-            d.notes.append(f"submission failed: {exc}")
-            d.to_submit = 0
+            _skip(d, f"submission failed: {exc}")
             continue
         if len(done) < d.to_submit:
             d.notes.append(f"CEs took {len(done)} of {d.to_submit} (no free waiting slots)")
         d.to_submit = len(done)
-        backend = pools[d.submit_pool].backend
-        for sub in done:
-            pilots.append(
-                Pilot(
-                    reference=sub.reference,
-                    task_queue_id=batch.tq_id,
-                    owner_dn=batch.owner_dn,
-                    owner_group=batch.owner_group,
-                    private=batch.private,
-                    broker=d.submit_pool,
-                    grid_type=backend.grid_type,
-                    submit_pool=d.submit_pool,
-                    requirements=batch.jdl,
-                    site=sub.site,
-                    ce=sub.ce,
-                    status=PilotStatus.SUBMITTED,
-                    submitted=now,
-                    status_changed=now,
-                    next_event=now + timedelta(seconds=float(sim.get("Submitted", 30)))
-                    if backend.grid_type == "Simulated"
-                    else None,
-                    director_run=run_id,
-                    credential_user_id=user_id,
-                )
-            )
-    for pool in pools.values():
+        grid_type = subs.pools[d.submit_pool].backend.grid_type
+        out += [(planned, sub, grid_type) for sub in done]
+    for pool in subs.pools.values():
         pool.close()
+    return out
+
+
+def _new_pilot(planned: PlannedBatch, sub: Submitted, grid_type: str, now, run_id, queued):
+    batch = planned.batch
+    return Pilot(
+        reference=sub.reference,
+        task_queue_id=batch.tq_id,
+        owner_dn=batch.owner_dn,
+        owner_group=batch.owner_group,
+        private=batch.private,
+        broker=batch.pool,
+        grid_type=grid_type,
+        submit_pool=batch.pool,
+        requirements=batch.jdl,
+        site=sub.site,
+        ce=sub.ce,
+        status=PilotStatus.SUBMITTED,
+        submitted=now,
+        status_changed=now,
+        # Only the simulated CE moves its pilots along (simulated_ce_cycle); real ones report.
+        next_event=now + queued if grid_type == "Simulated" else None,
+        director_run=run_id,
+        credential_user_id=planned.user_id,
+    )
+
+
+def _decision_row(d: director.Decision, now, run_id) -> DirectorDecision:
+    return DirectorDecision(
+        cycle_run=run_id or 0,
+        at=now,
+        task_queue_id=d.tq.id,
+        priority=d.tq.priority,
+        jobs=d.tq.jobs,
+        cpu_time=d.tq.cpu_time,
+        lam=d.lam,
+        drawn=d.drawn,
+        cap=d.cap,
+        waiting_pilots=d.waiting_pilots,
+        submitted=d.to_submit,
+        submit_pool=d.submit_pool,
+        private=d.private,
+        skipped="; ".join(d.notes)[:255],
+    )
+
+
+def record_cycle(decisions, submitted, now, run_id) -> list[Pilot]:
+    """The pilots the CEs took, their first status, and every decision (why, when none went),
+    in one transaction."""
+    # How long a simulated CE keeps a new pilot Submitted, read once for the whole cycle.
+    queued = timedelta(seconds=float(gdpconfig.get("SimulatedPilotSeconds").get("Submitted", 30)))
+    pilots = [_new_pilot(p, sub, grid_type, now, run_id, queued) for p, sub, grid_type in submitted]
     with transaction.atomic():
         created = Pilot.objects.bulk_create(pilots, batch_size=2000)
         PilotStatusHistory.objects.bulk_create(
@@ -404,45 +359,36 @@ def director_cycle(rng: random.Random | None = None) -> dict:
             batch_size=2000,
         )
         DirectorDecision.objects.bulk_create(
-            [
-                DirectorDecision(
-                    cycle_run=run_id or 0,
-                    at=now,
-                    task_queue_id=d.tq.id,
-                    priority=d.tq.priority,
-                    jobs=d.tq.jobs,
-                    cpu_time=d.tq.cpu_time,
-                    lam=d.lam,
-                    drawn=d.drawn,
-                    cap=d.cap,
-                    waiting_pilots=d.waiting_pilots,
-                    submitted=d.to_submit,
-                    submit_pool=d.submit_pool,
-                    private=d.private,
-                    skipped="; ".join(d.notes)[:255],
-                )
-                for d in decisions
-            ],
-            batch_size=2000,
+            [_decision_row(d, now, run_id) for d in decisions], batch_size=2000
         )
+    return created
+
+
+@cycle("director")
+def director_cycle(rng: random.Random | None = None) -> dict:
+    """The seed's TaskQueue director, one iteration: how many pilots per TaskQueue; per
+    TaskQueue where they go (plan_batch), handed at once to its pool (submit_batch); then the
+    pilots the CEs took and every decision are recorded."""
+    rng = rng or random.Random()
+    now = clock.now()
+    run_id = current_run_id("director")
+    decided = _decide(now, rng)
+    if decided is None:
+        return {"taskqueues": 0, "pilots": 0}
+    decisions, s, ppi = decided
+    view = _director_view(now, s)
+    subs = CycleSubmissions(simulated_ces())
+    for d in decisions:
+        planned = plan_batch(d, view, rng)
+        if planned is not None:
+            submit_batch(planned, subs, rng)
+    created = record_cycle(decisions, collect_submitted(subs), now, run_id)
     return {
         "taskqueues": len(decisions),
         "pilots": len(created),
         "pilots_per_iteration": round(ppi, 3),
         "skipped": sum(1 for d in decisions if d.notes and not d.to_submit and d.drawn),
     }
-
-
-def _generic_user_id(dn: str) -> int | None:
-    return User.objects.filter(dn=dn).values_list("pk", flat=True).first()
-
-
-def _token_for(user_id: int | None) -> str:
-    from rest_framework.authtoken.models import Token
-
-    if user_id is None:
-        return ""
-    return Token.objects.get_or_create(user_id=user_id)[0].key
 
 
 # --- status reports ------------------------------------------------------------------------------
@@ -557,18 +503,7 @@ def _pilot_resource(pilot: Pilot, ces: dict) -> matching.Resource | None:
         return None
     owner = User.objects.filter(dn=pilot.owner_dn).values_list("pk", flat=True).first()
     group = GridGroup.objects.filter(name=pilot.owner_group).values_list("pk", flat=True).first()
-    return matching.Resource(
-        site=ce.site.name,
-        grid_ce=ce.name,
-        setup="any",
-        cpu_time=ce.cpu_time_limit,
-        platforms=frozenset(ce.platforms),
-        tags=frozenset(ce.tags),
-        pilot_type="private" if pilot.private else "generic",
-        owner_id=owner if pilot.private else None,
-        owner_group_id=group if pilot.private else None,
-        private=pilot.private,
-    )
+    return matching.ce_resource(ce, pilot.private, owner, group)
 
 
 def _start_next_job(pilot: Pilot, ces, sim, rng, now) -> bool:
