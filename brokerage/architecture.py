@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from packaging.version import InvalidVersion, Version
 
@@ -33,6 +33,25 @@ CPU_JSON_KEYS = {"arch", "vendor", "instr", "type"}
 
 class ArchitectureError(ValueError):
     pass
+
+
+class Architecture(TypedDict):
+    """What parse() returns (the module docstring's structure)."""
+
+    sw_platform: str
+    base_platform: str
+    cpu_specs: list[dict[str, Any]]  # {"arch", "vendor", "instr"}, wildcards dropped
+    gpu_spec: dict[str, Any] | None
+
+
+if TYPE_CHECKING:
+
+    class TaskLike(Protocol):
+        """What the software checks read of a Task."""
+
+        container_name: str
+        only_tags_for_fc: bool
+        release: str
 
 
 def _check_regexp(text: str, what: str) -> None:
@@ -85,7 +104,7 @@ def _check_constraint(text: str, what: str) -> str:
     raise ArchitectureError(f"{what}: {text!r} needs an operator (==, >=, <=, >, <, !=)")
 
 
-def _cpu_from_old(text: str) -> list[dict]:
+def _cpu_from_old(text: str) -> list[dict[str, str]]:
     text = text.strip()
     if text.startswith("(") and text.endswith(")"):
         text = text[1:-1]
@@ -104,7 +123,7 @@ def _cpu_from_old(text: str) -> list[dict]:
     return specs
 
 
-def _gpu_from_old(text: str) -> dict | None:
+def _gpu_from_old(text: str) -> dict[str, Any] | None:
     parts = text.split(":")
     head = parts[0].strip()
     if not head:
@@ -140,11 +159,11 @@ def _gpu_from_old(text: str) -> dict | None:
     return spec
 
 
-def _parse_old(text: str) -> dict:
+def _parse_old(text: str) -> Architecture:
     for mark, part in (("@", "base_platform"), ("#", "host_cpu_spec"), ("&", "host_gpu_spec")):
         if text.count(mark) > 1 and not (mark == "@" and "+" in text):
             raise ArchitectureError(f"{part}: {mark!r} appears more than once")
-    m = re.match(r"[^@#&^]*", text)
+    m = cast("re.Match[str]", re.match(r"[^@#&^]*", text))  # matches, if only ""
     sw_platform = m.group(0).strip()
     base = re.search(r"@([^#&^]*)", text)
     cpu = re.search(r"#([^@&^]*)", text)
@@ -166,7 +185,7 @@ def _parse_old(text: str) -> dict:
     }
 
 
-def _parse_json(text: str) -> dict:
+def _parse_json(text: str) -> Architecture:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -180,6 +199,7 @@ def _parse_json(text: str) -> dict:
         if not isinstance(data.get(key, ""), str):
             raise ArchitectureError(f"{key} must be text")
     cpu_specs = []
+    spec: dict[str, Any]  # a CPU spec in the loop, then the GPU spec
     raw_cpus = data.get("cpu_specs") or []
     if not isinstance(raw_cpus, list):
         raise ArchitectureError("cpu_specs must be a list of objects")
@@ -198,7 +218,7 @@ def _parse_json(text: str) -> dict:
         unknown = set(gpu) - GPU_JSON_KEYS
         if unknown:
             raise ArchitectureError(f"gpu_spec: unknown keys {sorted(unknown)}")
-        spec: dict[str, Any] = {"vendor": str(gpu.get("vendor") or "*")}
+        spec = {"vendor": str(gpu.get("vendor") or "*")}
         _check_regexp(spec["vendor"], "gpu_spec.vendor")
         model = gpu.get("model", "*")
         if isinstance(model, dict):
@@ -236,7 +256,7 @@ def _parse_json(text: str) -> dict:
     }
 
 
-def _drop_wildcards(spec: dict) -> dict:
+def _drop_wildcards(spec: Architecture) -> Architecture:
     """PanDA's reformat: '*' means no requirement, so `#*` and `&*` ask for nothing."""
     cpus = []
     for c in spec["cpu_specs"]:
@@ -250,7 +270,7 @@ def _drop_wildcards(spec: dict) -> dict:
     return {**spec, "cpu_specs": cpus, "gpu_spec": gpu}
 
 
-def parse(text: str) -> dict:
+def parse(text: str) -> Architecture:
     """The task's architecture as one structure; raises ArchitectureError."""
     text = (text or "").strip()
     if not text:
@@ -287,7 +307,7 @@ def _accepts(queue_values: list[str] | None, task_value: str | None, regexp: boo
     return False
 
 
-def _queue_arch(software: dict, kind: str) -> dict | None:
+def _queue_arch(software: dict[str, Any], kind: str) -> dict[str, Any] | None:
     for a in software.get("architectures") or []:
         if isinstance(a, dict) and a.get("type") == kind:
             return a
@@ -317,7 +337,7 @@ def compare_version(value: Any, constraint: str) -> bool:
     }[op]
 
 
-def check_cpu(spec: dict, software: dict) -> str | None:
+def check_cpu(spec: Architecture, software: dict[str, Any]) -> str | None:
     """None when the queue's CPU fits the task; otherwise why not."""
     cpu = _queue_arch(software, "cpu")
     cpus = spec["cpu_specs"]
@@ -342,7 +362,9 @@ def check_cpu(spec: dict, software: dict) -> str | None:
     )
 
 
-def check_gpu(spec: dict, software: dict, gpu_rows: list[dict]) -> str | None:
+def check_gpu(
+    spec: Architecture, software: dict[str, Any], gpu_rows: list[dict[str, Any]]
+) -> str | None:
     """Two stages: the queue's CRIC architectures say whether it has GPUs at all; the worker-node
     GPU summaries say which."""
     gpu_cric = _queue_arch(software, "gpu")
@@ -373,7 +395,8 @@ def check_gpu(spec: dict, software: dict, gpu_rows: list[dict]) -> str | None:
     if vendor and not any(
         re.match(vendor, str(r.get("vendor", "")), re.IGNORECASE) for r in gpu_rows
     ):
-        return f"no {vendor} GPU among {sorted({r.get('vendor') for r in gpu_rows})}"
+        # Vendors are text in the worker-node GPU summaries (a row without one would not sort).
+        return f"no {vendor} GPU among {sorted({r.get('vendor') for r in gpu_rows})}"  # type: ignore[type-var]
     model = want.get("model")
     if model:
         pattern, excl = (model["pattern"], True) if isinstance(model, dict) else (model, False)
@@ -412,7 +435,9 @@ def parse_release(release: str) -> tuple[str, str, bool]:
     return m.group("project"), version, bool(NIGHTLY.search(version))
 
 
-def check_container(task, software: dict, all_tags: list[dict]) -> str | None:
+def check_container(
+    task: TaskLike, software: dict[str, Any], all_tags: list[dict[str, Any]]
+) -> str | None:
     name = task.container_name
     tags = software.get("tags") or []
     if task.only_tags_for_fc:
@@ -448,7 +473,7 @@ def resolve_platform(sw_platform: str, cmtconfigs: list[str]) -> str:
     return next((c for c in cmtconfigs if pattern.fullmatch(c)), sw_platform)
 
 
-def check_release(task, spec: dict, software: dict) -> str | None:
+def check_release(task: TaskLike, spec: Architecture, software: dict[str, Any]) -> str | None:
     project, version, nightly = parse_release(task.release)
     cvmfs = software.get("cvmfs") or []
     containers = software.get("containers") or []
@@ -470,7 +495,12 @@ def check_release(task, spec: dict, software: dict) -> str | None:
 
 
 def check_software(
-    task, spec: dict, queue_releases: list[str], software: dict, gpu_rows, all_tags
+    task: TaskLike,
+    spec: Architecture,
+    queue_releases: list[str],
+    software: dict[str, Any],
+    gpu_rows: list[dict[str, Any]],
+    all_tags: list[dict[str, Any]],
 ) -> str | None:
     """The hardware, then the release/cache/nightly or container rules; None when it fits."""
     if spec["cpu_specs"] or spec["gpu_spec"] or software.get("architectures"):

@@ -1,6 +1,6 @@
 """The brokerage's alerts in the home page's health panel: tasks it cannot place."""
 
-from brokerage.models import TaskStatus
+from brokerage.models import Task, TaskStatus
 from matcher.health import register
 
 MAX_TASKS = 5
@@ -10,9 +10,9 @@ MAX_TASKS = 5
 def unbrokered_tasks(user) -> list[tuple[str, str]]:
     """Tasks (visible to the user) that brokerage found no nucleus or queue for: they are
     pending until it tries again."""
-    from brokerage.api.views import visible_tasks
-
-    pending = visible_tasks(user).filter(status=TaskStatus.PENDING).order_by("-modified", "-id")
+    pending = (
+        Task.objects.visible_to(user).filter(status=TaskStatus.PENDING).order_by("-modified", "-id")
+    )
     total = pending.count()
     rows = [
         (

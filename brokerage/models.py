@@ -14,6 +14,7 @@ from django.db import models
 from config import gdpconfig
 from matcher.models import Job, Site
 from shares.models import GridGroup
+from shares.ownership import OwnedQuerySet
 
 
 class Nucleus(models.Model):
@@ -338,6 +339,8 @@ class Task(models.Model):
         Nucleus, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks"
     )
     datasets = models.ManyToManyField(Dataset, through="TaskDataset", related_name="tasks")
+
+    objects = OwnedQuerySet.as_manager()  # visible_to(user): shares.ownership's rule
 
     class Meta:
         ordering = ["-id"]

@@ -48,7 +48,7 @@ def closeness_weight(closeness: int | None) -> float:
 
 def network_weight(
     link: LinkData | None, same_site: bool, sat_cap: int, importance: float
-) -> tuple[float, dict] | None:
+) -> tuple[float, dict[str, float | str]] | None:
     """(weight, factors), or None when there is no link data (the weight is then not applied)."""
     if same_site:
         return SAME_SITE_WEIGHT, {"queued_w": 2.5, "throughput_w": 2.5, "source": "same site"}

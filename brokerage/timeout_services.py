@@ -28,7 +28,7 @@ from django.utils.dateparse import parse_datetime
 from brokerage import lifecycle, services
 from brokerage import timeouts as rules
 from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus, TimeoutAction
-from config import clock, gdpconfig
+from config import clock, db, gdpconfig
 from config.cycles import current_run_id, cycle
 from matcher import services as job_services
 from matcher.models import MULTI_VALUED_FIELDS, Job, JobStatus, JobStatusHistory, TaskQueueJob
@@ -396,9 +396,10 @@ def _among(qs, field: str, ids):
     ids = list(ids)
     if not ids:
         return
-    if connection.vendor == "postgresql":
+    if db.is_postgresql():
         column = f'"{qs.model._meta.db_table}"."{qs.model._meta.get_field(field).column}"'
-        yield qs.extra(where=[f"{column} = ANY(%s)"], params=[ids])
+        where, params = db.id_in(column, ids)
+        yield qs.extra(where=[where], params=params)
         return
     for part in _chunks(ids):
         yield qs.filter(**{f"{field}__in": part})
@@ -575,20 +576,7 @@ def _reschedule(ids: list[int], by_id: dict) -> tuple[list[tuple], set[int]]:
 
 def _insert(table: str, columns: list[str], pg_types: list[str], rows: list[tuple]) -> None:
     """Insert many rows: one statement over arrays on PostgreSQL, executemany elsewhere."""
-    if not rows:
-        return
-    with connection.cursor() as cur:
-        if connection.vendor == "postgresql":
-            arrays = ", ".join(f"%s::{t}[]" for t in pg_types)
-            cur.execute(
-                f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays})",
-                [list(col) for col in zip(*rows, strict=True)],
-            )
-        else:
-            adapt = connection.ops.adapt_datetimefield_value
-            rows = [tuple(adapt(v) if isinstance(v, datetime) else v for v in r) for r in rows]
-            marks = ", ".join(["%s"] * len(columns))
-            cur.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+    db.bulk_insert(None, table, columns, rows, pg_types=pg_types, adapt_datetimes=True)
 
 
 def _update_jobs(rows: list[tuple], now: datetime, clear: bool, reschedule: bool) -> None:

@@ -30,8 +30,10 @@ Actions, as PanDA does them (reference/panda.md §7):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 REBROKER, REASSIGN, FAIL, CLOSE = "rebroker", "reassign", "fail", "close"
 # rebroker: defined (task job) or activated; reassign: closed (task job, retried as a new job)
@@ -154,7 +156,9 @@ class Limits:
     heartbeat_by_workflow: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def from_params(cls, values: dict, heartbeat_by_workflow: dict[str, float]) -> Limits:
+    def from_params(
+        cls, values: Mapping[str, Any], heartbeat_by_workflow: dict[str, float]
+    ) -> Limits:
         """`values`: gdpconfig values by name (hours; transtime* in days); per-workflow
         heartbeat overrides in hours."""
         hour_keys = [r.param for r in RULES if r.param.startswith("TIMEOUT_")]
@@ -266,7 +270,7 @@ def fired(job: JobView, queue: QueueView | None, now: datetime, limits: Limits) 
 @dataclass(frozen=True)
 class FastRebro:
     excess: int
-    values: dict
+    values: dict[str, float | None]
 
 
 def fast_rebrokerage(

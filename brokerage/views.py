@@ -7,7 +7,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from brokerage import charts, lifecycle, production, services
 from brokerage.api.serializers import STAFF_FIELDS, TaskSubmitSerializer
-from brokerage.api.views import visible_tasks
 from brokerage.filters import TaskFilterSet
 from brokerage.models import BrokerageRun, GlobalShare, Nucleus, PandaQueue, Task, TimeoutAction
 from brokerage.network import LinkData, network_weight
@@ -18,7 +17,7 @@ from matcher.charts import to_html
 
 
 def task_list(request):
-    qs = visible_tasks(request.user).select_related("owner", "owner_group", "nucleus")
+    qs = Task.objects.visible_to(request.user).select_related("owner", "owner_group", "nucleus")
     filterset = TaskFilterSet(request.GET, queryset=qs)
     page = paginate(request, filterset.qs)
     counts = lifecycle.job_counts(t.pk for t in page.rows)
@@ -29,7 +28,9 @@ def task_list(request):
 
 def task_detail(request, pk):
     task = get_object_or_404(
-        visible_tasks(request.user).select_related("owner", "owner_group", "nucleus", "parent"),
+        Task.objects.visible_to(request.user).select_related(
+            "owner", "owner_group", "nucleus", "parent"
+        ),
         pk=pk,
     )
     runs = list(BrokerageRun.objects.filter(task=task).defer("trace")[:30])
@@ -189,7 +190,9 @@ def nucleus_detail(request, pk):
         data = LinkData(link.queued_files, link.mbps_1h, link.mbps_1d, link.mbps_1w, link.closeness)
         weight, factors = network_weight(data, False, cap, importance)
         links.append({"link": link, "weight": weight, "factors": factors})
-    tasks = visible_tasks(request.user).filter(nucleus=nucleus).select_related("owner")[:50]
+    tasks = (
+        Task.objects.visible_to(request.user).filter(nucleus=nucleus).select_related("owner")[:50]
+    )
     return render(
         request,
         "brokerage/nucleus_detail.html",
@@ -224,7 +227,7 @@ def analysis_user(request):
         ("running cores", usage.running_cores, params["CAP_RUNNING_USER_CORES"]),
         ("queued cores", usage.queued_cores, 2 * params["CAP_RUNNING_USER_CORES"]),
     ]
-    tasks = visible_tasks(request.user).filter(owner=user, kind=Task.Kind.ANALYSIS)[:20]
+    tasks = Task.objects.visible_to(request.user).filter(owner=user, kind=Task.Kind.ANALYSIS)[:20]
     return render(
         request,
         "brokerage/analysis_user.html",

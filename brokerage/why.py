@@ -1,6 +1,6 @@
 """The brokerage's part of "why is my job not running?", and its dashboard panel."""
 
-from brokerage.models import BrokerageRun, TaskJob
+from brokerage.models import BrokerageRun, Task, TaskJob
 from config import clock
 from matcher.dashboard import register_panel
 from matcher.models import JobStatus
@@ -49,11 +49,9 @@ def brokerage_parts(job) -> list[Part]:
 
 @register_panel
 def brokerage_failures(user) -> dict:
-    from brokerage.api.views import visible_tasks
-
     runs = (
         BrokerageRun.objects.filter(
-            outcome__in=("pending", "throttled"), task__in=visible_tasks(user)
+            outcome__in=("pending", "throttled"), task__in=Task.objects.visible_to(user)
         )
         .select_related("task")
         .defer("trace")[:10]

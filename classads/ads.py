@@ -5,6 +5,7 @@ job ads as a ClassAd or as condor_submit lines. Pure (no ORM); evaluation is HTC
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from classad2 import ClassAd, ExprTree, Value
 
@@ -60,7 +61,7 @@ def _check_integers(text: str, field: str) -> None:
         if c == '"':
             i = _skip_string(text, i)
         elif c in DIGITS and not (i and (text[i - 1].isalnum() or text[i - 1] in "_.")):
-            m = NUMBER_RE.match(text, i)
+            m = cast("re.Match[str]", NUMBER_RE.match(text, i))  # a digit always matches
             if not (m.group(1) or m.group(2)) and int(m.group(0)) > INT64_MAX:
                 raise AdError(field, f"the integer {m.group(0)} is out of range (at most 2^63-1)")
             i = m.end()
@@ -248,13 +249,13 @@ def parse_job_ad(text: str) -> ClassAd:
 # --- evaluation helpers -------------------------------------------------------------------------
 
 
-def is_true(value) -> bool:
+def is_true(value: object) -> bool:
     """Only a real true passes: Value.Error and Value.Undefined are IntEnum members that
     compare equal to integers (ERROR even to True)."""
     return value is True
 
 
-def rank_float(value) -> float:
+def rank_float(value: object) -> float:
     """HTCondor's EvalFloat: int, real or bool as a float, anything else 0.0."""
     if isinstance(value, Value):
         return 0.0

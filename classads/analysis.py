@@ -4,13 +4,32 @@ on its own, and the Rank the job would give the site."""
 
 from __future__ import annotations
 
+from typing import NotRequired, TypedDict
+
 from classad2 import ClassAd, ExprTree, Value
 
 from classads.ads import rank_float, split_conjuncts
 from classads.negotiation import pair_rank
 
 
-def shown(value) -> str:
+class Clause(TypedDict):
+    clause: str
+    value: str
+    passes: bool
+
+
+class PairAnalysis(TypedDict):
+    site_ad: str
+    matches: bool
+    rank: float
+    job_clauses: list[Clause]
+    site_clauses: list[Clause]
+    job_failing: list[str]
+    site_failing: list[str]
+    best: NotRequired[bool]  # set by analyse
+
+
+def shown(value: object) -> str:
     """A ClassAd value as the tools print it (Value first: Undefined is an int too)."""
     if isinstance(value, Value):
         return value.name.upper()
@@ -21,10 +40,10 @@ def shown(value) -> str:
     return str(value)
 
 
-def clauses(my: ClassAd, target: ClassAd) -> list[dict]:
+def clauses(my: ClassAd, target: ClassAd) -> list[Clause]:
     if "Requirements" not in my:
         return [{"clause": "(no Requirements)", "value": "UNDEFINED", "passes": False}]
-    out = []
+    out: list[Clause] = []
     for text in split_conjuncts(str(my.lookup("Requirements"))):
         try:
             value = ExprTree(text).eval(my, target)
@@ -34,7 +53,7 @@ def clauses(my: ClassAd, target: ClassAd) -> list[dict]:
     return out
 
 
-def analyse_pair(job: ClassAd, site_name: str, site: ClassAd) -> dict:
+def analyse_pair(job: ClassAd, site_name: str, site: ClassAd) -> PairAnalysis:
     job_clauses = clauses(job, site)
     site_clauses = clauses(site, job)
     rank = rank_float(job.lookup("Rank").eval(job, site)) if "Rank" in job else 0.0
@@ -49,7 +68,7 @@ def analyse_pair(job: ClassAd, site_name: str, site: ClassAd) -> dict:
     }
 
 
-def analyse(job: ClassAd, sites: list[tuple[str, ClassAd]]) -> list[dict]:
+def analyse(job: ClassAd, sites: list[tuple[str, ClassAd]]) -> list[PairAnalysis]:
     """One row per site ad, in the negotiator's order; the best match is flagged."""
     rows = [analyse_pair(job, name, ad) for name, ad in sites]
     best = None

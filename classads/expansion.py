@@ -139,7 +139,7 @@ def expanded_ad(job: ClassAd, expansion: Expansion) -> ClassAd:
     return ad
 
 
-def parse_environment(value) -> dict[str, str]:
+def parse_environment(value: object) -> dict[str, str]:
     """`A=1;B=2` (HTCondor's old environment syntax, the seed's SiteEnvironment) as a dict."""
     env: dict[str, str] = {}
     if not isinstance(value, str):

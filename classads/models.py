@@ -3,6 +3,7 @@ from django.db import models
 
 from matcher.models import Job
 from shares.models import GridGroup
+from shares.ownership import OwnedQuerySet
 
 
 class SiteAd(models.Model):
@@ -97,6 +98,8 @@ class JobAd(models.Model):
     match_attrs = models.JSONField(default=dict, blank=True)
     matched = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField()
+
+    objects = OwnedQuerySet.as_manager()  # visible_to(user): shares.ownership's rule
 
     class Meta:
         ordering = ["-id"]

@@ -26,10 +26,15 @@ import heapq
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from classad2 import ClassAd, ExprTree, Value
 
 from classads.ads import rank_float, split_conjuncts
+
+# A candidate site ad in an autocluster's heap: (-Rank, list position, site index, the site's
+# version when ranked, whether the Rank was evaluated against it).
+Candidate: TypeAlias = tuple[float, int, int, int, bool]
 
 # Both Requirements exactly true, then the job's Rank with EvalFloat typing; false otherwise.
 # MY = job, TARGET = site. One evaluation per pair (condor.md §8).
@@ -88,7 +93,7 @@ class Autocluster:
     # first matching ad in list order is needed, not every ad's Rank.
     constant_rank: float | None = None
     dead: bool = False
-    heap: list | None = None
+    heap: list[Candidate] | None = None
 
 
 @dataclass(frozen=True)
@@ -132,8 +137,8 @@ class Negotiator:
         self.evaluations += 1
         return pair_rank(ac.ad, site.ad)
 
-    def _build(self, ac: Autocluster) -> list:
-        heap = []
+    def _build(self, ac: Autocluster) -> list[Candidate]:
+        heap: list[Candidate] = []
         for s in self.sites:
             if s.removed or s.closed:
                 continue
@@ -212,7 +217,7 @@ def fair_share_order(
     as a submitter's requests do within its pie slice in HTCondor: the autocluster's cached
     candidates are then popped while fresh instead of re-evaluated after every other
     autocluster's matches."""
-    keyed = []
+    keyed: list[tuple[float, int, int, int, int]] = []
     for q, (ac_index, priority, jobs) in enumerate(queues):
         step = 1.0 / max(priority, 1e-9)
         keyed.extend(((k // batch + 1) * step, q, k, job, ac_index) for k, job in enumerate(jobs))
@@ -220,7 +225,7 @@ def fair_share_order(
     return [(job, ac_index) for *_, job, ac_index in keyed]
 
 
-def autocluster_key(ad: ClassAd, significant: set[str]) -> tuple:
+def autocluster_key(ad: ClassAd, significant: set[str]) -> tuple[tuple[str, str], ...]:
     """What decides how the job ad evaluates against any site ad: its Requirements and Rank,
     and the text of every attribute that they or the site ads read (`significant`: names the
     site ads look up in their TARGET), chased through the attributes those name."""

@@ -18,7 +18,7 @@ from datetime import timedelta
 
 from classad2 import ClassAd
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, F, Min, OuterRef, Q, Value
+from django.db.models import Count, Exists, F, Min, OuterRef, Value
 from django.db.models.functions import Coalesce
 
 from classads import ads, expansion, negotiation
@@ -189,15 +189,6 @@ def submit_job_ads(owner, specs: Sequence[dict]) -> list[JobAd]:
         )
     with transaction.atomic():
         return JobAd.objects.bulk_create(rows, batch_size=2000)
-
-
-def can_act_on(user, job_ad: JobAd) -> bool:
-    if user.is_staff or job_ad.owner_id == user.pk:
-        return True
-    return (
-        job_ad.owner_group.job_sharing
-        and user.grid_groups.filter(pk=job_ad.owner_group_id).exists()
-    )
 
 
 def release(job_ad_id: int, user) -> JobAd:
@@ -485,39 +476,51 @@ def _set_outcomes(rows: list[tuple], now) -> None:
     """Write each claimed ad's match in bulk: (status, hold_reason, site_ad_id, site_ad_name,
     site, rank, match_attrs JSON, id). Every row differs (its Rank, its expansions), and
     Django's bulk_update builds a CASE per field and row: ~3 ms a row in Python alone."""
-    table = JobAd._meta.db_table
+    from config import db
+
+    columns = ["status", "hold_reason", "site_ad_id", "site_ad_name", "site", "rank"]
+    # Typed VALUES on PostgreSQL: a NULL site ad or a text JSON would not fit the columns.
+    casts = [None, None, "bigint", None, None, "double precision", "jsonb", "bigint"]
     at = connection.ops.adapt_datetimefield_value(now)
     with connection.cursor() as cur:
-        if connection.vendor == "postgresql":
-            for chunk in _chunks(rows, 2000):
-                values = ", ".join(
-                    ["(%s, %s, %s::bigint, %s, %s, %s::double precision, %s::jsonb, %s::bigint)"]
-                    * len(chunk)
-                )
-                cur.execute(
-                    f"UPDATE {table} j SET status = v.status, hold_reason = v.reason, "
-                    "site_ad_id = v.site_ad, site_ad_name = v.ad_name, site = v.site, "
-                    "rank = v.rank, match_attrs = v.attrs, matched = %s "
-                    f"FROM (VALUES {values}) AS v(status, reason, site_ad, ad_name, site, rank, "
-                    "attrs, id) WHERE j.id = v.id",
-                    [at, *[x for row in chunk for x in row]],
-                )
-        else:
-            cur.executemany(
-                f"UPDATE {table} SET status = %s, hold_reason = %s, site_ad_id = %s, "
-                "site_ad_name = %s, site = %s, rank = %s, match_attrs = %s, matched = %s "
-                "WHERE id = %s",
-                [(*row[:7], at, row[7]) for row in rows],
-            )
+        db.update_from_values(
+            cur, JobAd, [*columns, "match_attrs"], rows, casts=casts, same={"matched": at}
+        )
+
+
+def _node_job(job_id: int, spec: dict, definition: dict, tq: int, now) -> dict:
+    """The matcher Job row of one node, column by column, activated into TaskQueue `tq`."""
+    from matcher import taskqueues
+
+    return {
+        "id": job_id,
+        "owner_id": spec["owner_id"],
+        "owner_group_id": definition["owner_group_id"],
+        "name": spec["name"],
+        "setup": spec["setup"],
+        "cpu_time": spec["cpu_time"],
+        **{f: json.dumps(definition[f]) for f in taskqueues.MULTI_VALUED_FIELDS},
+        "user_priority": spec["user_priority"],
+        "status": JobStatus.ACTIVATED.value,
+        "status_reason": "waiting in TaskQueue",
+        "task_queue_id": tq,
+        "site": "",
+        "jdl": spec["jdl"],
+        "reschedule_count": 0,
+        "created": now,
+        "status_changed": now,
+    }
 
 
 def _activate_nodes(specs: list[dict]) -> list[int]:
     """Node specs -> activated matcher Jobs in the TaskQueues of their definitions (Sites =
     the matched site), with membership, per-priority counts and history, as the matcher's
-    submit_jobs writes them, but in bulk: COPY on PostgreSQL, executemany on SQLite (the
-    matcher's bulk loader's writers). submit_jobs' Django bulk_create of eight JSON lists per
-    job cost ~0.7 ms a job, most of a 10,000-match cycle. Call inside the cycle's transaction."""
-    from matcher import bulk, taskqueues
+    submit_jobs writes them, but in bulk: COPY on PostgreSQL, executemany on SQLite
+    (config.db.bulk_insert). submit_jobs' Django bulk_create of eight JSON lists per job cost
+    ~0.7 ms a job, most of a 10,000-match cycle. Call inside the cycle's transaction."""
+    from config import db
+    from matcher import taskqueues
+    from matcher.models import JobStatusHistory, TaskQueueJob
 
     now = clock.now()
     segments = gdpconfig.get("CPUSegments")
@@ -533,53 +536,28 @@ def _activate_nodes(specs: list[dict]) -> list[int]:
         for spec in specs
     ]
     tqs = [tq.pk for tq in matcher_services.taskqueues_for(defs)]
-    act, reason = JobStatus.ACTIVATED.value, "waiting in TaskQueue"
+    act = JobStatus.ACTIVATED.value
     with connection.cursor() as cur:
-        ids = bulk._reserve_ids(cur, len(specs))
-        jobs, members, history = [], [], []
-        for job_id, spec, d, tq in zip(ids, specs, defs, tqs, strict=True):
-            lists = [json.dumps(d[f]) for f in taskqueues.MULTI_VALUED_FIELDS]
-            jobs.append(
-                (
-                    job_id,
-                    spec["owner_id"],
-                    d["owner_group_id"],
-                    spec["name"],
-                    spec["setup"],
-                    spec["cpu_time"],
-                    *lists,
-                    spec["user_priority"],
-                    act,
-                    reason,
-                    tq,
-                    "",
-                    spec["jdl"],
-                    0,
-                    now,
-                    now,
-                )
-            )
-            members.append((job_id, tq, spec["user_priority"]))
-            history.append(
+        ids = db.reserve_ids(Job, len(specs), cur)
+        rows = list(zip(ids, specs, defs, tqs, strict=True))
+        jobs = [_node_job(job_id, spec, d, tq, now) for job_id, spec, d, tq in rows]
+        # Jobs first: the memberships and history rows refer to them.
+        db.bulk_insert(cur, Job, list(jobs[0]) if jobs else [], [tuple(j.values()) for j in jobs])
+        db.bulk_insert(
+            cur,
+            TaskQueueJob,
+            ["job_id", "task_queue_id", "user_priority"],
+            [(job_id, tq, spec["user_priority"]) for job_id, spec, _, tq in rows],
+        )
+        db.bulk_insert(
+            cur,
+            JobStatusHistory,
+            ["job_id", "at", "from_status", "to_status", "reason"],
+            [
                 (job_id, now, "", act, f"matched by the negotiator; joined TaskQueue {tq}")
-            )
-        for table, columns, rows in zip(
-            bulk.TABLES, bulk.COLUMNS, (jobs, members, history), strict=True
-        ):
-            if connection.vendor == "postgresql":
-                text = "".join(
-                    "\t".join(
-                        "\\N"
-                        if v is None
-                        else bulk._esc(v.isoformat() if hasattr(v, "isoformat") else v)
-                        for v in row
-                    )
-                    + "\n"
-                    for row in rows
-                )
-                bulk._copy(cur, table, columns, text.encode())
-            else:
-                bulk._executemany(cur, table, columns, rows)
+                for job_id, _, _, tq in rows
+            ],
+        )
     matcher_services.add_to_counts(
         Counter((tq, spec["user_priority"]) for tq, spec in zip(tqs, specs, strict=True))
     )
@@ -686,13 +664,6 @@ def matchmaker_monitor() -> dict:
         "completed": completed,
         "pruned_samples": pruned,
     }
-
-
-def visible_job_ads(user):
-    qs = JobAd.objects.all()
-    if user.is_staff:
-        return qs
-    return qs.filter(Q(owner=user) | Q(owner_group_id__in=user.visible_group_ids()))
 
 
 def node_job_ids(job_ad: JobAd) -> list[int]:

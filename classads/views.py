@@ -7,11 +7,12 @@ from classads import analysis, charts, services
 from classads.ads import parse_new
 from classads.api.serializers import attributes_of
 from classads.filters import JobAdFilterSet, SiteAdFilterSet
-from classads.models import SiteAd
+from classads.models import JobAd, SiteAd
 from config import clock
 from config.models import CycleRun
 from config.paging import paginate
 from matcher.charts import to_html
+from shares.ownership import may_act_on
 
 ANALYSIS_SITES = 200  # site ads analysed on a job ad's page
 
@@ -39,7 +40,7 @@ def site_ad_detail(request, pk):
         "site_ad": site_ad,
         "attributes": sorted(attributes_of(services.live_ad(site_ad)).items()),
         "chart": to_html(charts.site_ad_figure(samples)) if samples else "",
-        "job_ads": services.visible_job_ads(request.user)
+        "job_ads": JobAd.objects.visible_to(request.user)
         .filter(site_ad=site_ad)
         .select_related("owner", "owner_group")[:20],
     }
@@ -47,7 +48,7 @@ def site_ad_detail(request, pk):
 
 
 def job_ad_list(request):
-    qs = services.visible_job_ads(request.user).select_related("owner", "owner_group")
+    qs = JobAd.objects.visible_to(request.user).select_related("owner", "owner_group")
     filterset = JobAdFilterSet(request.GET, queryset=qs)
     page = paginate(request, filterset.qs)
     return render(request, "classads/job_ad_list.html", {"filter": filterset, "page": page})
@@ -55,7 +56,7 @@ def job_ad_list(request):
 
 def job_ad_detail(request, pk):
     job_ad = get_object_or_404(
-        services.visible_job_ads(request.user).select_related("owner", "owner_group"), pk=pk
+        JobAd.objects.visible_to(request.user).select_related("owner", "owner_group"), pk=pk
     )
     ad = parse_new(job_ad.text)
     sites = [(s.name, services.live_ad(s)) for s in SiteAd.objects.order_by("id")[:ANALYSIS_SITES]]
@@ -65,7 +66,7 @@ def job_ad_detail(request, pk):
         "match_attrs": sorted(job_ad.match_attrs.items()),
         "nodes": job_ad.node_jobs.select_related("job"),
         "analysis": analysis.analyse(ad, sites),
-        "can_act": services.can_act_on(request.user, job_ad),
+        "can_act": may_act_on(request.user, job_ad),
         "more_sites": SiteAd.objects.count() > ANALYSIS_SITES,
     }
     return render(request, "classads/job_ad_detail.html", context)
@@ -73,9 +74,9 @@ def job_ad_detail(request, pk):
 
 def _act(request, pk, fn, verb):
     job_ad = get_object_or_404(
-        services.visible_job_ads(request.user).select_related("owner_group"), pk=pk
+        JobAd.objects.visible_to(request.user).select_related("owner_group"), pk=pk
     )
-    if not services.can_act_on(request.user, job_ad):
+    if not may_act_on(request.user, job_ad):
         raise PermissionDenied
     try:
         fn(job_ad.pk, request.user)

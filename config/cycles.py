@@ -13,7 +13,6 @@ import logging
 import os
 import time
 import traceback
-import zlib
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
-from config import clock, gdpconfig
+from config import clock, db, gdpconfig
 from config.models import CycleRun
 
 log = logging.getLogger(__name__)
@@ -54,21 +53,16 @@ def this_host() -> str:
 
 
 def _advisory_key(kind: str) -> int:
-    return zlib.crc32(f"gridwms-cycle:{kind}".encode()) & 0x7FFFFFFF
+    """The session advisory lock of the cycle `kind` (another process may hold it: a test)."""
+    return db.advisory_key(f"gridwms-cycle:{kind}")
 
 
 def _try_advisory_lock(kind: str) -> bool:
-    if connection.vendor != "postgresql":
-        return True
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s)", [_advisory_key(kind)])
-        return bool(cur.fetchone()[0])
+    return db.try_advisory_lock(_advisory_key(kind))  # always True on SQLite
 
 
 def _advisory_unlock(kind: str) -> None:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_unlock(%s)", [_advisory_key(kind)])
+    db.advisory_unlock(_advisory_key(kind))
 
 
 def _claim(kind: str, holds_advisory_lock: bool) -> CycleRun | None:

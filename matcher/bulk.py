@@ -23,7 +23,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from config import clock, gdpconfig
+from config import clock, db, gdpconfig
 from matcher import feasibility, taskqueues
 from matcher.match import ce_resources
 from matcher.models import (
@@ -72,7 +72,6 @@ JOB_KINDS = ["mc-sim", "reco", "stripping", "user-ana", "merge", "test"]
 PRIORITIES = (1, 1, 1, 2, 3, 5, 8)
 WAITING = "waiting in TaskQueue"
 JSON_FIELDS = taskqueues.MULTI_VALUED_FIELDS
-COPY_CHUNK = 1 << 20
 LOAD_WORKERS = 2
 
 
@@ -159,18 +158,10 @@ def _requirements(rng: random.Random, sites, ces, pools) -> dict:
     return {f: taskqueues.canonical_values(v) for f, v in req.items()}
 
 
-# COPY text format: a backslash, tab, newline or carriage return inside a value is escaped.
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-
-
-def _esc(value) -> str:
-    return str(value).translate(_COPY_ESCAPES)
-
-
 @dataclass
 class _Batch:
     """One batch's drawn values, column by column (TaskQueue ids, templates, CPU times,
-    priorities), and the time it was drawn. Job ids are reserved apart (see _reserve_ids)."""
+    priorities), and the time it was drawn. Job ids are reserved apart (db.reserve_ids)."""
 
     tqs: list[int]
     templates: list[int]
@@ -220,7 +211,7 @@ def _copy_text(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[st
     # Per template, the constant parts of a job line around its name's number and CPU time.
     heads, mids, lists = [], [], []
     for t in templates:
-        owner, group, kind, setup, *json_lists = (_esc(v) for v in _job_fields(t))
+        owner, group, kind, setup, *json_lists = (db.copy_escape(v) for v in _job_fields(t))
         heads.append(f"\t{owner}\t{group}\t{kind}-")
         mids.append(f"\t{setup}\t")
         lists.append("\t" + "\t".join(json_lists) + "\t")
@@ -254,34 +245,7 @@ def _rows(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[list, l
     return jobs, members, history
 
 
-def _copy(cursor, table: str, columns: list[str], data: bytes) -> None:
-    sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
-    with cursor.cursor.copy(sql) as cp:
-        for start in range(0, len(data), COPY_CHUNK):
-            cp.write(data[start : start + COPY_CHUNK])
-
-
-def _executemany(cursor, table: str, columns: list[str], rows: list[tuple]) -> None:
-    marks = ", ".join(["%s"] * len(columns))
-    cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
-
-
-def _reserve_ids(cursor, n: int) -> list[int]:
-    if connection.vendor == "postgresql":
-        # nextval is not transactional: ids reserved here stay ours whichever connection
-        # writes the batch (a failed batch leaves a gap, as any rolled-back insert does).
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence('matcher_job', 'id'))"
-            " FROM generate_series(1, %s)",
-            [n],
-        )
-        return [r[0] for r in cursor.fetchall()]
-    # SQLite: the IMMEDIATE transaction holds the write lock, so max(id) is ours to extend.
-    cursor.execute("SELECT COALESCE(MAX(id), 0) FROM matcher_job")
-    start = cursor.fetchone()[0] + 1
-    return list(range(start, start + n))
-
-
+# The three tables a batch writes, in order (jobs first: the others refer to them).
 TABLES = (Job._meta.db_table, TaskQueueJob._meta.db_table, JobStatusHistory._meta.db_table)
 COLUMNS = (JOB_COLUMNS, MEMBER_COLUMNS, HISTORY_COLUMNS)
 
@@ -298,8 +262,7 @@ class _Prepared:
 def _prepare(batch: _Batch, templates: list[Template]) -> _Prepared:
     if connection.vendor != "postgresql":
         return _Prepared(batch)
-    with connection.cursor() as cur:
-        ids = _reserve_ids(cur, len(batch.tqs))
+    ids = db.reserve_ids(Job, len(batch.tqs))
     return _Prepared(batch, [text.encode() for text in _copy_text(ids, batch, templates)])
 
 
@@ -311,12 +274,12 @@ def _write(prepared: _Prepared, templates: list[Template]) -> int:
     with transaction.atomic(), connection.cursor() as cur:
         if prepared.copy_data is not None:
             for table, cols, data in zip(TABLES, COLUMNS, prepared.copy_data, strict=True):
-                _copy(cur, table, cols, data)
+                db.copy_in(cur, table, cols, data)
         else:
-            ids = _reserve_ids(cur, len(batch.tqs))
+            ids = db.reserve_ids(Job, len(batch.tqs), cur)
             rows = _rows(ids, batch, templates)
             for table, cols, table_rows in zip(TABLES, COLUMNS, rows, strict=True):
-                _executemany(cur, table, cols, table_rows)
+                db.insert_many(cur, table, cols, table_rows)
         add_to_counts(Counter(zip(batch.tqs, batch.prio, strict=True)))
     return len(batch.tqs)
 

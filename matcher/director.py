@@ -115,7 +115,9 @@ def plan(
     return out
 
 
-def choose_submit_pool(tq_pools: Sequence[str], default_pools: Sequence[str], rng) -> str:
+def choose_submit_pool(
+    tq_pools: Sequence[str], default_pools: Sequence[str], rng: random.Random
+) -> str:
     """The TaskQueue's SubmitPools, else the defaults, in random order: the first."""
     pools = list(tq_pools) or list(default_pools)
     if not pools:
@@ -125,7 +127,7 @@ def choose_submit_pool(tq_pools: Sequence[str], default_pools: Sequence[str], rn
 
 
 def submit_private_pilot(
-    private_fraction: float, pilot_types: Sequence[str], force_generic: bool, rng
+    private_fraction: float, pilot_types: Sequence[str], force_generic: bool, rng: random.Random
 ) -> bool:
     """Private or generic: a TaskQueue whose PilotTypes say "private" gets private pilots; any
     other a PrivatePilotFraction of them; ForceGeneric overrides both. (The seed writes

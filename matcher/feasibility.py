@@ -8,7 +8,7 @@ shows them. Pure: the CEs come in as the resource descriptions their pilots woul
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from matcher import matching
@@ -26,7 +26,7 @@ class Context:
     external_pools: frozenset[str] = frozenset()  # their pilots come from outside the director
 
 
-def _listed(values) -> str:
+def _listed(values: Iterable[str]) -> str:
     return ", ".join(sorted(values))
 
 
@@ -39,20 +39,24 @@ def _tq(setup: str, segment: int, req: Mapping[str, Sequence[str]]) -> matching.
         setup=setup,
         cpu_time=segment,
         priority=0.0,
-        **{
+        **{  # type: ignore[arg-type]  # the five frozenset fields, by name
             f: frozenset(req.get(f, ()))
             for f in ("sites", "banned_sites", "grid_ces", "platforms", "tags")
         },
     )
 
 
-def can_run(setup: str, segment: int, req: Mapping, ces: Sequence[matching.Resource]) -> bool:
+def can_run(
+    setup: str, segment: int, req: Mapping[str, Sequence[str]], ces: Sequence[matching.Resource]
+) -> bool:
     """Whether the pilots of some active CE could take a TaskQueue of these requirements."""
     tq = _tq(setup, segment, req)
     return any(matching.first_failing_rule(tq, ce) is None for ce in ces)
 
 
-def warnings(setup: str, cpu_time: int, segment: int, req: Mapping, ctx: Context) -> list[str]:
+def warnings(
+    setup: str, cpu_time: int, segment: int, req: Mapping[str, Sequence[str]], ctx: Context
+) -> list[str]:
     """Plain sentences, one per requirement no active CE offers (or that defeats itself)."""
     out = _self_defeating(setup, req, ctx)
     tq = _tq(setup, segment, req)
@@ -77,7 +81,7 @@ def _over_limit(cpu_time: int, segment: int, top: int) -> str:
     )
 
 
-def _self_defeating(setup: str, req: Mapping, ctx: Context) -> list[str]:
+def _self_defeating(setup: str, req: Mapping[str, Sequence[str]], ctx: Context) -> list[str]:
     out = []
     both = set(req.get("sites", ())) & set(req.get("banned_sites", ()))
     if both:

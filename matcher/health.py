@@ -15,7 +15,7 @@ from datetime import timedelta
 from config import clock, gdpconfig
 from config.models import CycleRun
 from matcher import dashboard, director, selectors
-from matcher.models import Credential, DirectorDecision
+from matcher.models import Credential, DirectorDecision, TaskQueue
 
 DIRECTOR_URL = "/pilots/director/"
 RECENT_CYCLES = 5  # a TaskQueue's pilots are drawn at random: a blocker shows within a few
@@ -55,7 +55,7 @@ def blocked_taskqueues(user, runs: list[int]) -> list[tuple[str, str]]:
         if (note := director.blocker(d.skipped)) and not note.endswith(director.POOL_FULL)
     }
     tqs = selectors.taskqueues_with_counts(
-        selectors.visible_taskqueues(user).filter(pk__in=list(blocked))
+        TaskQueue.objects.visible_to(user).filter(pk__in=list(blocked))
     ).order_by("-priority", "id")
     return [
         (
@@ -94,7 +94,7 @@ def credential_alerts(user) -> list[tuple[str, str]]:
     now = clock.now()
     min_days = gdpconfig.get("PilotProxyMinDays")
     generic = (gdpconfig.get("GenericPilotDN"), gdpconfig.get("GenericPilotGroup"))
-    tqs = selectors.visible_taskqueues(user).exclude(owner__dn=None)
+    tqs = TaskQueue.objects.visible_to(user).exclude(owner__dn=None)
     if gdpconfig.get("PrivatePilotFraction") == 0:  # private pilots only where asked for
         tqs = tqs.filter(pilot_types__icontains='"private"')
     owners = set(tqs.values_list("owner__dn", "owner_group__name").distinct().order_by())

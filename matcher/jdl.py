@@ -6,6 +6,8 @@ Arguments, sandboxes...) stays in the stored JDL text.
 
 from __future__ import annotations
 
+from typing import Any
+
 import classad2
 
 # JDL attribute (lower case) -> submission key. DIRAC accepts singular and plural forms.
@@ -54,7 +56,9 @@ class JDLError(ValueError):
         self.message = message
 
 
-def parse_jdl(text: str, max_attributes: int | None = None) -> tuple[dict, dict[str, str]]:
+def parse_jdl(
+    text: str, max_attributes: int | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Parse a JDL into (submission payload, {payload key: JDL attribute name}).
 
     Raises JDLError naming the JDL attribute (or "JDL" when the text does not parse, or has
@@ -75,7 +79,7 @@ def parse_jdl(text: str, max_attributes: int | None = None) -> tuple[dict, dict[
             f"{len(ad)} attributes; at most {max_attributes} (the MaxJDLAttributes parameter)",
         )
 
-    payload: dict = {}
+    payload: dict[str, Any] = {}
     names: dict[str, str] = {}
     for attr in ad.keys():
         key = ATTRIBUTES.get(attr.lower())

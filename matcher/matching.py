@@ -15,6 +15,22 @@ import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+
+    class _SiteLike(Protocol):
+        name: str
+
+    class ComputingElementLike(Protocol):
+        """What ce_resource reads of a ComputingElement (its site loaded)."""
+
+        site: _SiteLike
+        name: str
+        cpu_time_limit: int
+        platforms: Iterable[str]
+        tags: Iterable[str]
+
 
 PROPORTIONAL, DIRAC = "proportional", "dirac"
 DRAW_MODES = (PROPORTIONAL, DIRAC)
@@ -24,7 +40,7 @@ DRAW_MODES = (PROPORTIONAL, DIRAC)
 ZERO_PRIORITY_WEIGHT = 1e-5
 
 
-def is_any(value) -> bool:
+def is_any(value: object) -> bool:
     if isinstance(value, str):
         return value.strip().lower() == "any"
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -52,7 +68,7 @@ class Resource:
 
 
 def ce_resource(
-    ce,
+    ce: ComputingElementLike,
     private: bool | None = None,
     owner_id: int | None = None,
     owner_group_id: int | None = None,
@@ -96,7 +112,7 @@ class TQ:
     tags: frozenset[str] = frozenset()
     owner_name: str = ""
     group_name: str = ""
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 def _listed(values: Iterable[str]) -> str:
@@ -197,7 +213,7 @@ def draw_user_priority(counts: Mapping[int, int], rng: random.Random, mode: str)
             raise ValueError(f"unknown draw mode {mode!r}")
         if key < best_key:
             best, best_key = p, key
-    return best
+    return cast(int, best)  # levels is not empty, so some level's key beat math.inf
 
 
 def win_probabilities(weights: Sequence[float], mode: str) -> list[float]:

@@ -5,6 +5,7 @@ from django.db.models import Q
 
 from matcher.taskqueues import MULTI_VALUED_FIELDS
 from shares.models import GridGroup
+from shares.ownership import OwnedQuerySet
 
 
 class Site(models.Model):
@@ -71,14 +72,6 @@ FINAL_STATES = frozenset(
 )
 
 
-class JobQuerySet(models.QuerySet):
-    def visible_to(self, user) -> "JobQuerySet":
-        """Staff see every job; a user sees its own and those of its JobSharing groups."""
-        if user.is_staff:
-            return self
-        return self.filter(Q(owner=user) | Q(owner_group_id__in=user.visible_group_ids()))
-
-
 class Job(models.Model):
     # Indexed by the composite (owner, -id) and (owner_group, -id) indexes below.
     owner = models.ForeignKey(
@@ -143,7 +136,7 @@ class Job(models.Model):
     created = models.DateTimeField()
     status_changed = models.DateTimeField()
 
-    objects = JobQuerySet.as_manager()
+    objects = OwnedQuerySet.as_manager()  # visible_to(user): shares.ownership's rule
 
     class Meta:
         ordering = ["-id"]
@@ -211,6 +204,8 @@ class TaskQueue(models.Model):
     tags = models.JSONField(default=list, blank=True)
     priority = models.FloatField(default=1.0)
     created = models.DateTimeField()
+
+    objects = OwnedQuerySet.as_manager()  # visible_to(user): shares.ownership's rule
 
     class Meta:
         ordering = ["id"]
@@ -307,6 +302,16 @@ PILOT_WAITING_STATES = (
 PILOT_FINAL_STATES = (PilotStatus.DONE, PilotStatus.FAILED, PilotStatus.ABORTED)
 
 
+class PilotQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        """Staff see every pilot; a user those acting with its credential or for its DN. A
+        pilot's owner is a DN and a group name, not a user and a GridGroup: not the rule of
+        `shares.ownership.OwnedQuerySet`."""
+        if user.is_staff:
+            return self
+        return self.filter(Q(credential_user=user) | Q(owner_dn=user.dn or "-"))
+
+
 class Pilot(models.Model):
     """A pilot the director submitted (DIRAC's PilotAgents table)."""
 
@@ -334,6 +339,8 @@ class Pilot(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     jobs_done = models.PositiveIntegerField(default=0)
+
+    objects = PilotQuerySet.as_manager()
 
     class Meta:
         ordering = ["-submitted", "-id"]

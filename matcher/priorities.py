@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.dispatch import receiver
 
-from config import clock, gdpconfig
+from config import clock, db, gdpconfig
 from config.cycles import cycle
 from matcher import changelog
 from matcher.models import Job, JobStatus, TaskQueue, TaskQueuePriorityCount
@@ -68,11 +68,11 @@ def _write_priorities(priorities: dict[int, float]) -> None:
             if connection.vendor == "postgresql":
                 # Rows locked in id order first: a cycle and a background recomputation of
                 # some groups (housekeeping.py) then wait for each other, never deadlock.
+                where, params = db.id_in("id", [tq for tq, _ in chunk])
                 cur.execute(
-                    f"SELECT id FROM {table} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
-                    [[tq for tq, _ in chunk]],
+                    f"SELECT id FROM {table} WHERE {where} ORDER BY id FOR NO KEY UPDATE", params
                 )
-                rows = ", ".join(["(%s, %s::double precision)"] * len(chunk))
+                rows = db.values_sql([None, "double precision"], len(chunk))
                 update = (
                     f"UPDATE {table} t SET priority = v.p FROM (VALUES {rows}) AS v(id, p) "
                     "WHERE t.id = v.id AND t.priority IS DISTINCT FROM v.p "

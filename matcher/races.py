@@ -96,6 +96,7 @@ def _dirac(race: Field, rng: random.Random) -> Iterator[int]:
     levels = race.levels()
     # Per level: (key, level, value of its last order statistic in U-space, remaining count).
     heap = []
+    members: list[int] | None  # a level's positions here, its undrawn members below
     for lv, (w, members) in enumerate(levels):
         u = 1.0 - (1.0 - rng.random()) ** (1.0 / len(members))
         heap.append((u / w, lv, u))

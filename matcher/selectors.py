@@ -3,7 +3,7 @@
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from matcher.models import Job, JobStatus, Pilot, TaskQueue, TaskQueueJob
+from matcher.models import Job, JobStatus, TaskQueue, TaskQueueJob
 
 
 def taskqueues_with_counts(queryset=None):
@@ -20,23 +20,6 @@ def taskqueues_with_counts(queryset=None):
     return qs.select_related("owner", "owner_group").annotate(
         waiting_jobs=Coalesce(Subquery(count, output_field=IntegerField()), Value(0))
     )
-
-
-def visible_taskqueues(user):
-    qs = TaskQueue.objects.all()
-    if not user.is_staff:
-        from django.db.models import Q
-
-        qs = qs.filter(Q(owner=user) | Q(owner_group_id__in=user.visible_group_ids()))
-    return qs
-
-
-def visible_pilots(user):
-    """Staff see every pilot; a user those with its DN or running on its credential."""
-    qs = Pilot.objects.all()
-    if not user.is_staff:
-        qs = qs.filter(owner_dn=user.dn or "-") | qs.filter(credential_user=user)
-    return qs
 
 
 def jobs_by_priority(tq_id: int) -> list[dict]:

@@ -352,13 +352,6 @@ def _change_status(job: Job, to: str, reason: str, **fields) -> None:
     job.save(update_fields=["status", "status_reason", "status_changed", *fields])
 
 
-def can_act_on(user, job: Job) -> bool:
-    """Staff, the owner, and members of the job's group when that group has JobSharing."""
-    if user.is_staff or job.owner_id == user.pk:
-        return True
-    return job.owner_group.job_sharing and user.grid_groups.filter(pk=job.owner_group_id).exists()
-
-
 def _leave_taskqueue(job_id: int) -> int:
     """Remove a job from its TaskQueue's membership and counts; returns 1 if it was in. Call
     with the job's row locked (`_lock_job`): the job first, then its membership."""

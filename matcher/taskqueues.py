@@ -10,6 +10,7 @@ import bisect
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 MULTI_VALUED_FIELDS = (
     "sites",
@@ -41,8 +42,8 @@ def definition(
     cpu_time: int,
     requirements: Mapping[str, Iterable[str]],
     segments: Sequence[int],
-) -> dict:
-    d: dict = {
+) -> dict[str, Any]:
+    d: dict[str, Any] = {
         "owner_id": owner_id,
         "owner_group_id": owner_group_id,
         "setup": setup,
@@ -53,7 +54,7 @@ def definition(
     return d
 
 
-def definition_key(defn: Mapping) -> str:
+def definition_key(defn: Mapping[str, Any]) -> str:
     """A digest of a canonical definition: equal definitions, and only they, share a key."""
     text = json.dumps(
         [defn["owner_id"], defn["owner_group_id"], defn["setup"], defn["cpu_time"]]

@@ -26,12 +26,13 @@ from matcher.models import (
     Site,
     TaskQueue,
 )
+from shares.ownership import may_act_on
 
 
 def home(request):
     jobs = Job.objects.visible_to(request.user)
     counts = selectors.jobs_by_status(jobs)
-    tqs = selectors.taskqueues_with_counts(selectors.visible_taskqueues(request.user))
+    tqs = selectors.taskqueues_with_counts(TaskQueue.objects.visible_to(request.user))
     context = {
         "counts": counts,
         "total_jobs": sum(counts.values()),
@@ -61,10 +62,10 @@ def job_detail(request, pk):
     context = {
         "job": job,
         "history": job.history.all(),
-        "task_queue": selectors.visible_taskqueues(request.user)
+        "task_queue": TaskQueue.objects.visible_to(request.user)
         .filter(pk=job.task_queue_id)
         .first(),
-        "can_act": services.can_act_on(request.user, job),
+        "can_act": may_act_on(request.user, job),
         "actions": lifecycle.offered(job.status, request.user.is_staff),
         "warnings": selectors.job_warnings([job])[job.pk] if job.status == "activated" else [],
         "default_setup": gdpconfig.get("DefaultSetup"),
@@ -79,7 +80,7 @@ def _job_action(request, pk, fn, verb, ask: tuple[str, str] | None = None):
     job = get_object_or_404(
         Job.objects.visible_to(request.user).select_related("owner_group"), pk=pk
     )
-    if not services.can_act_on(request.user, job):
+    if not may_act_on(request.user, job):
         raise PermissionDenied
     if ask is not None:
         action, question = ask
@@ -159,7 +160,7 @@ def job_submit(request):
 
 
 def taskqueue_list(request):
-    qs = selectors.taskqueues_with_counts(selectors.visible_taskqueues(request.user))
+    qs = selectors.taskqueues_with_counts(TaskQueue.objects.visible_to(request.user))
     filterset = TaskQueueFilterSet(request.GET, queryset=qs.order_by("-priority", "id"))
     page = paginate(request, filterset.qs)
     return render(request, "matcher/taskqueue_list.html", {"filter": filterset, "page": page})
@@ -167,7 +168,7 @@ def taskqueue_list(request):
 
 def taskqueue_detail(request, pk):
     tq = (
-        selectors.taskqueues_with_counts(selectors.visible_taskqueues(request.user))
+        selectors.taskqueues_with_counts(TaskQueue.objects.visible_to(request.user))
         .filter(pk=pk)
         .first()
     )
@@ -192,7 +193,7 @@ def past_taskqueue(request, pk):
     """A TaskQueue that emptied and was removed (pilots and jobs keep its id): what is known of
     it, its jobs and where they went, the pilots sent for it and the director's decisions."""
     jobs = Job.objects.visible_to(request.user).filter(task_queue_id=pk)
-    pilots = selectors.visible_pilots(request.user).filter(task_queue_id=pk)
+    pilots = Pilot.objects.visible_to(request.user).filter(task_queue_id=pk)
     if TaskQueue.objects.filter(pk=pk).exists() or not (jobs.exists() or pilots.exists()):
         raise Http404(f"no TaskQueue {pk}")  # one you may not see, or an id nothing refers to
     context = {

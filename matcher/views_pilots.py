@@ -3,13 +3,13 @@ from django.shortcuts import get_object_or_404, render
 
 from config.models import CycleRun
 from config.paging import paginate
-from matcher import charts, pilots, selectors
+from matcher import charts, pilots
 from matcher.filters import PilotFilterSet
-from matcher.models import DirectorDecision, Job
+from matcher.models import DirectorDecision, Job, Pilot
 
 
 def pilot_list(request):
-    filterset = PilotFilterSet(request.GET, queryset=selectors.visible_pilots(request.user))
+    filterset = PilotFilterSet(request.GET, queryset=Pilot.objects.visible_to(request.user))
     context = {
         "filter": filterset,
         "page": paginate(request, filterset.qs),
@@ -19,7 +19,7 @@ def pilot_list(request):
 
 
 def pilot_detail(request, pk):
-    pilot = get_object_or_404(selectors.visible_pilots(request.user), pk=pk)
+    pilot = get_object_or_404(Pilot.objects.visible_to(request.user), pk=pk)
     context = {
         "pilot": pilot,
         "history": pilot.history.all(),

@@ -3,6 +3,7 @@ from django.shortcuts import render
 from config import gdpconfig
 from config.forms import ParameterForm
 from matcher import charts, selectors, share_overview
+from matcher.models import TaskQueue
 from shares.forms import GroupShareForm
 from shares.models import GroupChange
 
@@ -29,7 +30,7 @@ def shares_page(request):
         if corr_history
         else "",
         "taskqueues": selectors.taskqueues_with_counts(
-            selectors.visible_taskqueues(request.user)
+            TaskQueue.objects.visible_to(request.user)
         ).order_by("-priority", "id")[:15],
         "changes": GroupChange.objects.select_related("group", "changed_by")[:30],
         "params": params,

@@ -20,7 +20,7 @@ import orjson
 from django.db import connection, models, transaction
 from django.db.models.deletion import get_candidate_relations_to_delete
 
-from config import clock, gdpconfig
+from config import clock, db, gdpconfig
 from config.cycles import current_run_id, cycle
 from retention.kinds import KINDS, Kind
 
@@ -104,9 +104,7 @@ def _plain_dependents(model: type[models.Model]) -> list[tuple[str, str, str]] |
 
 
 def _in(column: str, ids: list[int]) -> tuple[str, list]:
-    if connection.vendor == "postgresql":
-        return f'"{column}" = ANY(%s)', [ids]  # one array parameter: cheap to plan and bind
-    return f'"{column}" IN ({", ".join(["%s"] * len(ids))})', ids
+    return db.id_in(f'"{column}"', ids)  # one array parameter on PostgreSQL
 
 
 def _delete_rows(model: type[models.Model], ids: list[int]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ SLICE_KEYS = {"TimeSpan", "Weight", "MaxCorrection"}
 MAX_TIME_SPAN = 366 * 86400  # a year: longer than any usage history kept
 
 
-def _number(path: str, value, minimum: float, strict: bool = False) -> float:
+def _number(path: str, value: object, minimum: float, strict: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{path} must be a number, got {value!r}")
     if not math.isfinite(value):
@@ -109,7 +110,7 @@ def _number(path: str, value, minimum: float, strict: bool = False) -> float:
     return float(value)
 
 
-def _time_span(path: str, value) -> int:
+def _time_span(path: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{path} must be a whole number of seconds, got {value!r}")
     if not 1 <= value <= MAX_TIME_SPAN:
@@ -117,7 +118,7 @@ def _time_span(path: str, value) -> int:
     return value
 
 
-def parse_instances(config) -> list[Instance]:
+def parse_instances(config: Any) -> list[Instance]:
     """The WMSHistory section (the seed's layout, as JSON) as Instances; ValueError naming the
     offending path otherwise."""
     if not isinstance(config, dict):

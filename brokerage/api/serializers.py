@@ -149,9 +149,7 @@ class ParentTaskField(serializers.PrimaryKeyRelatedField):
     default_error_messages = {"does_not_exist": "no such task", "incorrect_type": "no such task"}
 
     def get_queryset(self):
-        from brokerage.api.views import visible_tasks  # the views import this module
-
-        return visible_tasks(self.context["request"].user)
+        return Task.objects.visible_to(self.context["request"].user)
 
     def to_internal_value(self, data):
         if isinstance(data, bool) or not isinstance(data, (int, str)):

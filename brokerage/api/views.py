@@ -1,4 +1,3 @@
-from django.db.models import Q
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -19,37 +18,28 @@ from brokerage.models import (
     UserQuota,
 )
 from config.permissions import StaffOnly, StaffWriteOrReadOnly
+from shares.api.mixins import VisibleToUserMixin
 
 
-def visible_tasks(user):
-    """Staff see every task; a user sees its own and those of its JobSharing groups."""
-    qs = Task.objects.all()
-    if not user.is_staff:
-        qs = qs.filter(Q(owner=user) | Q(owner_group_id__in=user.visible_group_ids()))
-    return qs
-
-
-class TaskViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+class TaskViewSet(
+    VisibleToUserMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.ReadOnlyModelViewSet,
+):
     """Production and analysis tasks: submit (with their input datasets), list, read; staff
     change a task's class."""
 
     http_method_names = ["get", "post", "patch", "head", "options"]
+    queryset = Task.objects.select_related("owner", "owner_group", "nucleus").prefetch_related(
+        "inputs__dataset"
+    )
+    filterset_class = TaskFilterSet
 
     def get_permissions(self):
         if self.action == "partial_update":
             return [StaffOnly()]
         return super().get_permissions()
-
-    filterset_class = TaskFilterSet
-
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
-            return Task.objects.none()
-        return (
-            visible_tasks(self.request.user)
-            .select_related("owner", "owner_group", "nucleus")
-            .prefetch_related("inputs__dataset")
-        )
 
     def get_serializer_class(self):
         if self.action == "partial_update":
@@ -86,7 +76,7 @@ class BrokerageRunViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return BrokerageRun.objects.none()
-        return BrokerageRun.objects.filter(task__in=visible_tasks(self.request.user))
+        return BrokerageRun.objects.filter(task__in=Task.objects.visible_to(self.request.user))
 
 
 class NucleusViewSet(viewsets.ModelViewSet):

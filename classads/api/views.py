@@ -10,6 +10,8 @@ from classads import ads, analysis, services
 from classads.api import serializers as s
 from classads.filters import JobAdFilterSet, SiteAdFilterSet
 from classads.models import JobAd, SiteAd
+from shares.api.mixins import VisibleToUserMixin
+from shares.ownership import may_act_on
 
 
 class MayAdvertise(BasePermission):
@@ -70,16 +72,15 @@ class SiteAdViewSet(
         return Response(data, status=status.HTTP_201_CREATED if out.created else status.HTTP_200_OK)
 
 
-class JobAdViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class JobAdViewSet(VisibleToUserMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Job and DAG ads for Condor-G matchmaking: submit, list, read, analyse, release, remove."""
 
+    queryset = JobAd.objects.select_related("owner", "owner_group")
     filterset_class = JobAdFilterSet
     lookup_value_regex = r"\d+"
 
     def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
-            return JobAd.objects.none()
-        qs = services.visible_job_ads(self.request.user).select_related("owner", "owner_group")
+        qs = super().get_queryset()
         if self.action == "retrieve":
             qs = qs.prefetch_related("node_jobs")
         return qs
@@ -116,7 +117,7 @@ class JobAdViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     def _act(self, request, pk, fn):
         job_ad = get_object_or_404(self.get_queryset(), pk=pk)
-        if not services.can_act_on(request.user, job_ad):
+        if not may_act_on(request.user, job_ad):
             raise PermissionDenied("Only the owner, the owner's JobSharing group or staff may.")
         try:
             fn(job_ad.pk, request.user)

@@ -1,7 +1,6 @@
 """Pilots and their reports: a pilot registers, reports its own status, and reports the status
 and heartbeats of the jobs it was given, and of no other."""
 
-from django.db.models import Q
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -13,6 +12,7 @@ from config.api.fields import RejectUnknownFieldsMixin, StrictCharField
 from matcher import pilot_registry, topology
 from matcher import pilots as service
 from matcher.models import Job, JobStatus, Pilot, PilotStatus
+from shares.api.mixins import VisibleToUserMixin
 
 
 class PilotSerializer(serializers.ModelSerializer):
@@ -90,19 +90,13 @@ class HeartbeatSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     pilot_reference = StrictCharField(max_length=255)
 
 
-class PilotViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class PilotViewSet(VisibleToUserMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Pilots: staff see all; others the pilots acting with their credential or for their DN."""
 
+    queryset = Pilot.objects.all()
     serializer_class = PilotSerializer
     filterset_fields = ["status", "site", "ce", "task_queue_id", "submit_pool"]
     lookup_value_regex = r"\d+"
-
-    def get_queryset(self):
-        user = self.request.user
-        qs = Pilot.objects.all()
-        if getattr(self, "swagger_fake_view", False) or user.is_staff:
-            return qs
-        return qs.filter(Q(credential_user=user) | Q(owner_dn=user.dn or "-"))
 
     @extend_schema(
         request=PilotRegisterSerializer,

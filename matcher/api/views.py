@@ -16,20 +16,24 @@ from matcher.api import serializers as s
 from matcher.api.pilots import JobReportsMixin
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
 from matcher.models import ComputingElement, Job, Site, TaskQueue
+from shares.api.mixins import VisibleToUserMixin
+from shares.ownership import may_act_on
 
 
-class JobViewSet(JobReportsMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class JobViewSet(
+    VisibleToUserMixin,
+    JobReportsMixin,
+    mixins.CreateModelMixin,
+    viewsets.ReadOnlyModelViewSet,
+):
     """Jobs: submit (one or a list, all or nothing), list, read, kill, reschedule."""
 
+    queryset = Job.objects.select_related("owner", "owner_group", "task_job")
     filterset_class = JobFilterSet
     lookup_value_regex = r"\d+"
 
     def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
-            return Job.objects.none()
-        qs = Job.objects.visible_to(self.request.user).select_related(
-            "owner", "owner_group", "task_job"
-        )
+        qs = super().get_queryset()
         if self.action == "retrieve":
             qs = qs.prefetch_related("history")
         return qs
@@ -63,7 +67,7 @@ class JobViewSet(JobReportsMixin, mixins.CreateModelMixin, viewsets.ReadOnlyMode
 
     def _act(self, request, pk, fn):
         job = get_object_or_404(self.get_queryset(), pk=pk)
-        if not services.can_act_on(request.user, job):
+        if not may_act_on(request.user, job):
             raise PermissionDenied("Only the owner, the owner's JobSharing group or staff may.")
         try:
             fn(job.pk, request.user)
@@ -91,14 +95,13 @@ class JobViewSet(JobReportsMixin, mixins.CreateModelMixin, viewsets.ReadOnlyMode
         return self._act(request, pk, services.reschedule_job)
 
 
-class TaskQueueViewSet(viewsets.ReadOnlyModelViewSet):
+class TaskQueueViewSet(VisibleToUserMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = TaskQueue.objects.all()
     filterset_class = TaskQueueFilterSet
     lookup_value_regex = r"\d+"
 
     def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
-            return TaskQueue.objects.none()
-        return selectors.taskqueues_with_counts(selectors.visible_taskqueues(self.request.user))
+        return selectors.taskqueues_with_counts(super().get_queryset())
 
     def get_serializer_class(self):
         return s.TaskQueueDetailSerializer if self.action == "retrieve" else s.TaskQueueSerializer

@@ -5,13 +5,12 @@ take turns (the second finds nothing left to migrate), so `make serve` is the sa
 every host.
 """
 
-import zlib
-
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
-from django.db import connection
 
-LOCK_KEY = zlib.crc32(b"gridwms-deploy") & 0x7FFFFFFF
+from config import db
+
+LOCK_KEY = db.advisory_key("gridwms-deploy")
 
 
 class Command(BaseCommand):
@@ -23,15 +22,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, **options):
-        postgresql = connection.vendor == "postgresql"
-        if postgresql:
-            with connection.cursor() as cur:
-                cur.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
-        try:
+        # Waits while another host deploys; a no-op on SQLite (one host).
+        with db.advisory_lock(LOCK_KEY):
             call_command("migrate", interactive=False, verbosity=options["verbosity"] - 1)
             if not options["no_schedules"]:
                 call_command("setup_schedules", verbosity=options["verbosity"])
-        finally:
-            if postgresql:
-                with connection.cursor() as cur:
-                    cur.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
