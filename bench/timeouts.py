@@ -25,7 +25,7 @@ from _common import emit, throwaway_database
 SCALES = {"small": 50_000, "full": 1_000_000}
 N_TASKS = 50
 
-# status by id % 100, with the state's limit in seconds (defaults of brokerage/params_timeouts)
+# status by id % 100, with the state's limit in seconds (defaults of timeouts/params.py)
 MIX = [
     (40, "activated", 48 * 3600),
     (70, "running", 21 * 86400),
@@ -198,8 +198,8 @@ def main() -> None:
     with throwaway_database("timeouts"):
         from django.db import connection
 
-        from brokerage.timeout_services import timeouts_cycle
         from matcher.models import Job
+        from timeouts.services import timeouts_cycle
 
         setup = build(n)
         print(json.dumps({"setup": setup, "jobs": n}), file=sys.stderr)

@@ -10,9 +10,7 @@ class BrokerageConfig(AppConfig):
             health,
             lifecycle,
             params,
-            params_timeouts,
             services,
             services_analysis,
-            timeout_services,
             why,
         )

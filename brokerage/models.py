@@ -459,32 +459,6 @@ class BrokerageRun(models.Model):
         return out
 
 
-class TimeoutAction(models.Model):
-    """One job a timeout rule (or fast rebrokerage) acted on: what the timeouts page reads."""
-
-    cycle_run = models.BigIntegerField(null=True, blank=True, help_text="CycleRun id")
-    at = models.DateTimeField()
-    rule = models.CharField(max_length=32)
-    # No database constraint: a log row must never slow down or block deleting jobs.
-    job = models.ForeignKey(
-        Job, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+", db_index=False
-    )
-    from_status = models.CharField(max_length=16)
-    to_status = models.CharField(max_length=16)
-    queue = models.CharField(max_length=128, blank=True)
-    reason = models.CharField(max_length=255, blank=True)
-
-    class Meta:
-        ordering = ["-at", "-id"]
-        indexes = [
-            models.Index(fields=["-at"], name="timeoutaction_at"),
-            models.Index(fields=["rule", "-at"], name="timeoutaction_rule_at"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.rule}: job {self.job_id} {self.from_status} → {self.to_status}"
-
-
 # For drf-spectacular's ENUM_NAME_OVERRIDES (it needs module-level names).
 TASK_KIND_CHOICES = Task.Kind.choices
 BROKERAGE_RUN_KIND_CHOICES = BrokerageRun.Kind.choices

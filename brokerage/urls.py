@@ -10,5 +10,4 @@ urlpatterns = [
     path("nuclei/", views.nucleus_list, name="nucleus-list"),
     path("analysis/", views.analysis_user, name="analysis-user"),
     path("nuclei/<int:pk>/", views.nucleus_detail, name="nucleus-detail"),
-    path("timeouts/", views.timeouts, name="timeouts"),
 ]

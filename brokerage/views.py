@@ -1,5 +1,3 @@
-from collections import Counter
-
 from django import forms
 from django.contrib import messages
 from django.db.models import Count
@@ -8,7 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from brokerage import charts, lifecycle, production, services
 from brokerage.api.serializers import STAFF_FIELDS, TaskSubmitSerializer
 from brokerage.filters import TaskFilterSet
-from brokerage.models import BrokerageRun, GlobalShare, Nucleus, PandaQueue, Task, TimeoutAction
+from brokerage.models import BrokerageRun, GlobalShare, Nucleus, PandaQueue, Task
 from brokerage.network import LinkData, network_weight
 from config import clock, gdpconfig
 from config.errors import add_to_form
@@ -239,77 +237,5 @@ def analysis_user(request):
             "tasks": tasks,
             "users": User.objects.order_by("username") if request.user.is_staff else [],
             "chart": to_html(charts.stabilizer_figure(rows)) if rows else "",
-        },
-    )
-
-
-TIMEOUT_HORIZON_H = 24
-TIMEOUT_HISTORY_DAYS = 7
-
-
-def timeouts(request):
-    """Jobs approaching each timeout, actions per rule over time, the latest actions."""
-    from datetime import timedelta
-
-    from django.db.models.functions import TruncHour
-
-    from brokerage import timeout_services
-    from brokerage import timeouts as rules
-    from matcher.models import Job
-
-    now = clock.now()
-    titles = {name: rule.title for name, rule in rules.RULE.items()}
-    names = rules.RULE_NAMES
-    approaching = timeout_services.approaching(TIMEOUT_HORIZON_H * 3600, now)
-    since = now - timedelta(days=TIMEOUT_HISTORY_DAYS)
-    per_hour = list(
-        TimeoutAction.objects.filter(at__gte=since)
-        .annotate(hour=TruncHour("at"))
-        .values_list("hour", "rule")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    recent = TimeoutAction.objects.all()
-    if not request.user.is_staff:
-        recent = recent.filter(job_id__in=Job.objects.visible_to(request.user).values("pk"))
-    totals = Counter()
-    for _hour, rule, n in per_hour:
-        totals[rule] += n
-    soon = Counter(rule for rule, _left in approaching)
-    limits = timeout_services.load_world().limits
-    table = []
-    for name in names:
-        rule = rules.RULE[name]
-        if name == "fast_rebrokerage":
-            limit = "FAST_REBRO_THRESHOLD_*"
-        elif rule.since == rules.HEARTBEAT and name == "heartbeat":
-            limit = rules.human(limits.seconds["HEARTBEAT_TIMEOUT"]) + " (HEARTBEAT_TIMEOUT)"
-        elif name == "transferring_heartbeat":
-            limit = "HEARTBEAT_TIMEOUT_<workflow>"
-        else:
-            limit = f"{rules.human(limits.seconds[rule.param])} ({rule.param})"
-        table.append(
-            {
-                "name": name,
-                "title": rule.title,
-                "states": ", ".join(rule.states),
-                "limit": limit,
-                "action": rule.action,
-                "soon": soon.get(name, 0),
-                "acted": totals.get(name, 0),
-            }
-        )
-    return render(
-        request,
-        "brokerage/timeouts.html",
-        {
-            "rules": table,
-            "horizon_h": TIMEOUT_HORIZON_H,
-            "history_days": TIMEOUT_HISTORY_DAYS,
-            "approaching_count": len(approaching),
-            "time_left_chart": to_html(charts.time_left_figure(approaching, names, titles)),
-            "actions_chart": to_html(charts.actions_figure(per_hour, names, titles)),
-            "recent": recent[:100],
-            "titles": titles,
         },
     )

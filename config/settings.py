@@ -107,6 +107,7 @@ INSTALLED_APPS = [
     "shares",
     "matcher",
     "brokerage",
+    "timeouts",
     "classads",
     "simulation",
     "retention",

@@ -37,6 +37,7 @@ urlpatterns = [
     path("config/", include("config.urls_pages")),
     path("shares/", include("shares.urls")),
     path("brokerage/", include("brokerage.urls")),
+    path("brokerage/timeouts/", include("timeouts.urls")),
     path("simulation/", include("simulation.urls")),
     path("classads/", include("classads.urls")),
     path("", include("matcher.urls")),

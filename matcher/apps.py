@@ -7,3 +7,6 @@ class MatcherConfig(AppConfig):
 
     def ready(self) -> None:
         from matcher import changelog, health, params, pilots, priorities, services  # noqa: F401
+        from matcher.share_sources import register
+
+        register()  # the waiting work and TaskQueues the Shares page shows

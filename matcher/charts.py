@@ -1,10 +1,12 @@
-"""Plotly figure builders: plain data in, figures out; `to_html` places one on a page."""
-
-import uuid
+"""The matcher's Plotly figures: plain data in, figures out; `to_html` places one on a page."""
 
 import plotly.graph_objects as go
-from django.utils.html import format_html
-from django.utils.safestring import mark_safe
+
+# The shared layout, palette and `to_html` are config's; named here too for the apps that
+# draw on them through the matcher's charts.
+from config.charts import PALETTE as PALETTE
+from config.charts import layout as _layout
+from config.charts import to_html as to_html
 
 STATUS_COLOURS = {
     "activated": "#3b82f6",
@@ -15,17 +17,6 @@ STATUS_COLOURS = {
     "failed": "#dc2626",
     "cancelled": "#6b7280",
 }
-
-
-def _layout(fig: go.Figure) -> go.Figure:
-    # No plot title: the card around the chart carries the heading.
-    fig.update_layout(
-        height=300,
-        margin={"l": 50, "r": 20, "t": 10, "b": 40},
-        paper_bgcolor="rgba(0,0,0,0)",
-        plot_bgcolor="rgba(0,0,0,0)",
-    )
-    return fig
 
 
 def jobs_by_status_figure(counts: dict[str, int]) -> go.Figure:
@@ -51,54 +42,6 @@ def jobs_by_priority_figure(rows: list[dict]) -> go.Figure:
     )
     fig.update_xaxes(title="UserPriority", dtick=1)
     fig.update_yaxes(title="waiting jobs")
-    return _layout(fig)
-
-
-def to_html(fig: go.Figure) -> str:
-    """A placeholder and the figure as JSON, no inline code: static/js/gridwms.js draws it once
-    plotly has loaded (deferred, and only on pages that have a chart)."""
-    chart_id = f"chart-{uuid.uuid4().hex[:12]}"
-    # plotly's own encoder (dates, numpy); <, > and & escaped so that no text ends the script
-    spec = fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return format_html(
-        '<div style="height:{}px; width:100%;"><div id="{}" class="plotly-graph-div" '
-        'style="height:100%; width:100%;"></div>'
-        '<script type="application/json" data-chart="{}">{}</script></div>',
-        fig.layout.height or 450,
-        chart_id,
-        chart_id,
-        mark_safe(spec),  # JSON, its markup characters escaped above
-    )
-
-
-PALETTE = ["#2563eb", "#16a34a", "#dc2626", "#9333ea", "#ea580c", "#0891b2", "#ca8a04"]
-
-
-def share_figure(history: dict) -> go.Figure:
-    """Achieved share per group over time (lines) against its expected share (dashed)."""
-    fig = go.Figure()
-    names = sorted(set(history["achieved"]) | set(history["expected"]))
-    for i, name in enumerate(names):
-        colour = PALETTE[i % len(PALETTE)]
-        if name in history["achieved"]:
-            xs, ys = history["achieved"][name]
-            fig.add_trace(go.Scatter(x=xs, y=ys, name=f"{name} achieved", line={"color": colour}))
-        if name in history["expected"]:
-            fig.add_hline(
-                y=history["expected"][name],
-                line={"color": colour, "dash": "dash"},
-                annotation_text=f"{name} expected",
-            )
-    fig.update_yaxes(title="share of running jobs", tickformat=".0%", rangemode="tozero")
-    return _layout(fig)
-
-
-def corrections_figure(history: dict) -> go.Figure:
-    fig = go.Figure()
-    for i, (label, (xs, ys)) in enumerate(sorted(history.items())):
-        fig.add_trace(go.Scatter(x=xs, y=ys, name=label, line={"color": PALETTE[i % len(PALETTE)]}))
-    fig.add_hline(y=1.0, line={"color": "#9ca3af", "dash": "dot"})
-    fig.update_yaxes(title="correction factor", type="log")
     return _layout(fig)
 
 

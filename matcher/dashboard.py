@@ -10,9 +10,11 @@ from django.db.models import Max
 
 from config import clock
 from config.models import CycleRun
-from matcher import charts, share_overview
+from matcher import charts
 from matcher.models import JobStateSample, JobStatusHistory
 from matcher.pilots import pilot_summary
+from shares import charts as share_charts
+from shares import overview as share_overview
 
 PANELS: list[Callable[[object], dict | None]] = []
 HOURS = 24
@@ -57,7 +59,9 @@ def figures(user) -> dict:
     shares = share_overview.share_history(hours=HOURS)
     return {
         "states_chart": charts.to_html(charts.states_over_time_figure(history)) if history else "",
-        "shares_chart": charts.to_html(charts.share_figure(shares)) if shares["achieved"] else "",
+        "shares_chart": charts.to_html(share_charts.share_figure(shares))
+        if shares["achieved"]
+        else "",
         "pilots_chart": charts.to_html(charts.pilots_per_site_figure(pilots)) if pilots else "",
         "cycle_runs": last_cycle_runs(),
         "timeouts": recent_timeouts(user),

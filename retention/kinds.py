@@ -16,7 +16,7 @@ from datetime import datetime
 import orjson
 from django.db.models import Exists, Model, OuterRef, Q
 
-from brokerage.models import BrokerageRun, TaskJob, TaskStatus, TimeoutAction
+from brokerage.models import BrokerageRun, TaskJob, TaskStatus
 from classads.models import JobAd, JobAdNode, JobAdStatus
 from config.models import CycleRun
 from matcher.models import (
@@ -30,6 +30,7 @@ from matcher.models import (
     TaskQueueJob,
 )
 from retention.params import AGES
+from timeouts.models import TimeoutAction
 
 FINAL_TASK_STATES = (TaskStatus.DONE, TaskStatus.FAILED)
 FINAL_JOB_AD_STATES = (JobAdStatus.COMPLETED, JobAdStatus.REMOVED)

@@ -1,12 +1,11 @@
 from django.urls import path
 
-from matcher.views_shares import shares_page
 from shares import views
 
-# The page composes shares with the matcher's TaskQueues, so its view lives in the matcher;
-# the edits are the shares app's own.
+# The page's view is the shares' own; the TaskQueues it shows come through shares.overview's
+# registry, which the matcher fills.
 urlpatterns = [
-    path("", shares_page, name="group-list"),
+    path("", views.shares_page, name="group-list"),
     path("groups/<int:pk>/", views.group_edit, name="group-edit"),
     path("changes/<int:pk>/revert/", views.change_revert, name="group-change-revert"),
 ]

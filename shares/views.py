@@ -1,12 +1,47 @@
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from config import gdpconfig
+from config.charts import to_html
 from config.confirm import confirmation
 from config.decorators import staff_required
-from shares import services
+from config.forms import ParameterForm
+from shares import charts, overview, services
 from shares.forms import GroupShareForm
 from shares.models import GridGroup, GroupChange
+
+
+def shares_page(request):
+    """The fair-share page; its TaskQueue priorities come from the sections the apps holding
+    the waiting work registered (shares.overview.register_page_section)."""
+    data = overview.overview()
+    for row in data["rows"]:
+        row["form"] = GroupShareForm(
+            instance=row["group"], prefix=GroupShareForm.prefix_for(row["group"])
+        )
+    history = overview.share_history()
+    corr_history = overview.correction_history()
+    params = {}
+    if request.user.is_staff:
+        for name in ("EnableSharesCorrection", "PRIORITY_CONSOLIDATION", "WMSHistory"):
+            p = gdpconfig.param(name)
+            params[name] = ParameterForm(
+                param=p, initial={"value": p.to_text(gdpconfig.get(name))}, prefix=name
+            )
+    context = {
+        **overview.page_sections(request),  # never one of the page's own names below
+        **data,
+        "share_chart": to_html(charts.share_figure(history)) if history["achieved"] else "",
+        "corrections_chart": to_html(charts.corrections_figure(corr_history))
+        if corr_history
+        else "",
+        "changes": GroupChange.objects.select_related("group", "changed_by")[:30],
+        "params": params,
+        "correction_enabled": gdpconfig.get("EnableSharesCorrection"),
+        "consolidation": gdpconfig.get("PRIORITY_CONSOLIDATION"),
+    }
+    return render(request, "shares/shares.html", context)
 
 
 @staff_required

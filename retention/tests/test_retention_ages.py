@@ -112,9 +112,10 @@ def test_finished_nodes_of_a_live_job_ad_stay_and_go_once_the_ad_completed(
 
 def _logs_at(now, task, tq_id: int) -> dict[str, int]:
     """One row of every log kind at `now`; returns their ids by kind."""
-    from brokerage.models import BrokerageRun, TimeoutAction
+    from brokerage.models import BrokerageRun
     from config.models import CycleRun
     from matcher.models import DirectorDecision
+    from timeouts.models import TimeoutAction
 
     run = CycleRun.objects.create(kind="director", started=now, finished=now, status="success")
     decision = DirectorDecision.objects.create(
@@ -177,9 +178,10 @@ def task(users):
 
 
 def test_each_kind_of_log_is_kept_for_its_own_age(task, age, ages):
-    from brokerage.models import BrokerageRun, TimeoutAction
+    from brokerage.models import BrokerageRun
     from config.models import CycleRun
     from matcher.models import DirectorDecision, Pilot, PilotStatusHistory
+    from timeouts.models import TimeoutAction
 
     models = {
         "cycle_runs": CycleRun,

@@ -1,6 +1,7 @@
-from shares.api import views
+from shares.api import overview, views
 
 routes = [
     ("groups", views.GridGroupViewSet, "gridgroup"),
     ("users", views.UserViewSet, "user"),
+    ("shares", overview.SharesViewSet, "shares"),
 ]

@@ -8,12 +8,12 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def timed_out(transactional_db):
     from brokerage import demo as panda_demo
-    from brokerage.timeout_services import timeouts_cycle
     from brokerage.topology import import_topology
     from config import clock
     from matcher import services
     from matcher.models import Job, JobStatus
     from shares.models import GridGroup, User
+    from timeouts.services import timeouts_cycle
 
     demo.create_world()
     import_topology(panda_demo.topology())

@@ -1,14 +1,76 @@
 """The fair-share picture for admins: per group and per user, the expected share, the achieved
-share (running jobs), the corrections, and their history for the charts. Read-only."""
+share (running jobs), the corrections, and their history for the charts. Read-only.
+
+The shares own the page (shares.views.shares_page) and GET /api/v1/shares/; what they show of
+the work waiting to run comes from the apps that hold it, through the registry below (the
+matcher fills it in its AppConfig.ready()), so that this app imports none of them:
+
+- register_waiting_source(name, fn): fn() -> Waiting, the waiting jobs, TaskQueues and users
+  per group; the sources' figures add up, and with none registered nothing waits.
+- register_page_section(name, fn): fn(request) -> the value the Shares page's template finds
+  under `name` (the matcher's "taskqueues": its TaskQueues by priority).
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import timedelta
 
+from django.http import HttpRequest
+
 from config import clock, gdpconfig
-from matcher.priorities import taskqueue_loads, waiting_entities
 from shares.models import CorrectionRecord, GridGroup, UsageSample, UsageTick, User
+from shares.services import average_usage
+
+
+@dataclass
+class Waiting:
+    """The work waiting to run, as the shares count it."""
+
+    users: dict[int, set[int]] = field(default_factory=dict)  # group -> its users with waiting jobs
+    jobs: dict[tuple[int, int | None], int] = field(default_factory=dict)  # (group, user|None)
+    taskqueues: dict[int, int] = field(default_factory=dict)  # group -> queues with waiting jobs
+
+
+WAITING_SOURCES: dict[str, Callable[[], Waiting]] = {}
+PAGE_SECTIONS: dict[str, Callable[[HttpRequest], object]] = {}
+
+
+def register_waiting_source(name: str, fn: Callable[[], Waiting]) -> Callable[[], Waiting]:
+    """fn() -> Waiting; registering a name again replaces its source."""
+    WAITING_SOURCES[name] = fn
+    return fn
+
+
+def register_page_section(
+    name: str, fn: Callable[[HttpRequest], object]
+) -> Callable[[HttpRequest], object]:
+    """fn(request) -> the Shares page's template variable `name` (never one of the page's own);
+    registering a name again replaces its section."""
+    PAGE_SECTIONS[name] = fn
+    return fn
+
+
+def waiting() -> Waiting:
+    """What every registered source says waits, added up."""
+    total = Waiting()
+    for fn in WAITING_SOURCES.values():
+        w = fn()
+        for g, users in w.users.items():
+            if users:
+                total.users.setdefault(g, set()).update(users)
+        for key, n in w.jobs.items():
+            total.jobs[key] = total.jobs.get(key, 0) + n
+        for g, n in w.taskqueues.items():
+            total.taskqueues[g] = total.taskqueues.get(g, 0) + n
+    return total
+
+
+def page_sections(request: HttpRequest) -> dict[str, object]:
+    return {name: fn(request) for name, fn in PAGE_SECTIONS.items()}
+
 
 ACHIEVED_WINDOW_S = 3600  # "achieved" in the table: the running-jobs share over the last hour
 
@@ -21,23 +83,18 @@ def _latest_corrections() -> dict:
 
 
 def overview() -> dict:
-    from shares.services import average_usage
-
-    loads = taskqueue_loads()
-    waiting = waiting_entities(loads)
-    jobs_by_entity: dict[tuple, int] = defaultdict(int)
-    tqs_by_group: dict[int, int] = defaultdict(int)
-    for tq in loads:
-        if tq.jobs > 0:
-            jobs_by_entity[(tq.group_id, None)] += tq.jobs
-            jobs_by_entity[(tq.group_id, tq.owner_id)] += tq.jobs
-            tqs_by_group[tq.group_id] += 1
+    now_waiting = waiting()
+    waiting_users = now_waiting.users
+    jobs_by_entity = now_waiting.jobs
+    tqs_by_group = now_waiting.taskqueues
     groups = list(GridGroup.objects.order_by("name"))
-    total_share = sum(g.job_share for g in groups if g.pk in waiting) or 0.0
+    total_share = sum(g.job_share for g in groups if g.pk in waiting_users) or 0.0
     usage = average_usage(ACHIEVED_WINDOW_S)
     running_total = sum(v for (g, u), v in usage.items() if u is None)
     corr = _latest_corrections() if gdpconfig.get("EnableSharesCorrection") else {}
-    users = {u.pk: u for u in User.objects.filter(pk__in={u for s in waiting.values() for u in s})}
+    users = {
+        u.pk: u for u in User.objects.filter(pk__in={u for s in waiting_users.values() for u in s})
+    }
     rows = []
     for g in groups:
         group_running = usage.get((g.pk, None), 0.0)
@@ -45,15 +102,17 @@ def overview() -> dict:
             "group": g,
             "waiting_jobs": jobs_by_entity.get((g.pk, None), 0),
             "taskqueues": tqs_by_group.get(g.pk, 0),
-            "expected": g.job_share / total_share if g.pk in waiting and total_share else None,
+            "expected": g.job_share / total_share
+            if g.pk in waiting_users and total_share
+            else None,
             "achieved": group_running / running_total if running_total else None,
             "running": group_running,
             "correction": corr.get((g.pk, None)),
             "users": [],
         }
-        if not g.job_sharing and g.pk in waiting:
-            n_users = len(waiting[g.pk])
-            for uid in sorted(waiting[g.pk], key=lambda u: users[u].username):
+        if not g.job_sharing and g.pk in waiting_users:
+            n_users = len(waiting_users[g.pk])
+            for uid in sorted(waiting_users[g.pk], key=lambda u: users[u].username):
                 user_running = usage.get((g.pk, uid), 0.0)
                 row["users"].append(
                     {
@@ -90,10 +149,10 @@ def share_history(hours: int = 24) -> dict:
                 ys.append(per_tick[t.pk].get(g.pk, 0.0) / total)
         if xs:
             series[g.name] = (xs, ys)
-    waiting = set(waiting_entities(taskqueue_loads()))
-    total_share = sum(g.job_share for g in groups if g.pk in waiting)
+    waiting_groups = set(waiting().users)
+    total_share = sum(g.job_share for g in groups if g.pk in waiting_groups)
     expected = {
-        g.name: g.job_share / total_share for g in groups if g.pk in waiting and total_share
+        g.name: g.job_share / total_share for g in groups if g.pk in waiting_groups and total_share
     }
     return {"achieved": series, "expected": expected}
 

@@ -8,8 +8,7 @@ import pytest
 from django.db import transaction
 
 from brokerage import demo, services
-from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus, TimeoutAction
-from brokerage.timeout_services import timeouts_cycle
+from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus
 from brokerage.topology import import_topology
 from config import clock, gdpconfig
 from config.cycles import run_cycle
@@ -19,6 +18,8 @@ from matcher import services as job_services
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueueJob, TaskQueuePriorityCount
 from shares.models import GridGroup
+from timeouts.models import TimeoutAction
+from timeouts.services import timeouts_cycle
 
 HOUR = 3600
 DAY = 24 * HOUR
@@ -396,7 +397,7 @@ def test_the_timeouts_cycle_is_scheduled_every_5_minutes_and_records_its_run(mak
 
 
 def test_a_job_the_pilot_reported_on_meanwhile_is_left_alone(make_task, monkeypatch):
-    from brokerage import timeout_services
+    from timeouts import services as timeout_services
 
     job = one_job(make_task, "sent")
     clock.advance(31 * 60)

@@ -5,9 +5,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from brokerage import timeouts as rules
-from brokerage.timeout_services import PARAMS
 from config import gdpconfig
+from timeouts import rules
+from timeouts.services import PARAMS
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 H = timedelta(hours=1)

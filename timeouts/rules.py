@@ -1,6 +1,6 @@
 """The timeout rules and fast rebrokerage (seed "Timeout Rules"), as pure functions.
 
-No ORM here: plain job and queue views in, decisions out. `timeout_services` scans the jobs
+No ORM here: plain job and queue views in, decisions out. `timeouts.services` scans the jobs
 with SQL built from the same rules (a superset filter) and asks `fired` which rule, if any,
 applies to each candidate.
 

@@ -1,5 +1,6 @@
 """GET /api/v1/shares/: expected and achieved shares with their corrections, per group and
-per user, and the corrector configuration in force."""
+per user, and the corrector configuration in force (shares.overview; the waiting work in it
+comes from the apps registered there)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, viewsets
@@ -7,7 +8,7 @@ from rest_framework.response import Response
 
 from config import gdpconfig
 from config.filters import StrictQueryMixin
-from matcher import share_overview
+from shares import overview
 
 
 class CorrectionSerializer(serializers.Serializer):
@@ -50,7 +51,7 @@ class SharesSerializer(serializers.Serializer):
 class SharesViewSet(StrictQueryMixin, viewsets.ViewSet):
     @extend_schema(responses=SharesSerializer)
     def list(self, request):
-        data = share_overview.overview()
+        data = overview.overview()
         body = {
             "correction_enabled": gdpconfig.get("EnableSharesCorrection"),
             "priority_consolidation": gdpconfig.get("PRIORITY_CONSOLIDATION"),

@@ -3,10 +3,10 @@
 import pytest
 from django.test import Client
 
-from brokerage.models import TimeoutAction
-from brokerage.timeout_services import timeouts_cycle
 from config import clock
 from matcher.models import Job
+from timeouts.models import TimeoutAction
+from timeouts.services import timeouts_cycle
 
 from .test_timeouts import CERN, HOUR, make_task, one_job, panda  # noqa: F401
 

@@ -1,0 +1,35 @@
+"""What the timeouts cycle did: one row per job a rule acted on.
+
+The model came from brokerage (its table keeps the name brokerage_timeoutaction).
+"""
+
+from django.db import models
+
+from matcher.models import Job
+
+
+class TimeoutAction(models.Model):
+    """One job a timeout rule (or fast rebrokerage) acted on: what the timeouts page reads."""
+
+    cycle_run = models.BigIntegerField(null=True, blank=True, help_text="CycleRun id")
+    at = models.DateTimeField()
+    rule = models.CharField(max_length=32)
+    # No database constraint: a log row must never slow down or block deleting jobs.
+    job = models.ForeignKey(
+        Job, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+", db_index=False
+    )
+    from_status = models.CharField(max_length=16)
+    to_status = models.CharField(max_length=16)
+    queue = models.CharField(max_length=128, blank=True)
+    reason = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        db_table = "brokerage_timeoutaction"  # the table it had in brokerage, rows and all
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["-at"], name="timeoutaction_at"),
+            models.Index(fields=["rule", "-at"], name="timeoutaction_rule_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rule}: job {self.job_id} {self.from_status} → {self.to_status}"
