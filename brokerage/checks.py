@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from brokerage import architecture
+from matcher.lifecycle import QUEUED_STATES
 
 if TYPE_CHECKING:
     from brokerage.production import JobContext
@@ -26,7 +27,7 @@ MIN_MAXTIME_SCOUT = 24 * 3600
 MIN_OUTPUT_MB = 1.5 * 1024
 MIN_WORK_MB = 300
 HIGH_PRIORITY = 800  # with scouts: kept off opportunistic and inactive queues
-PRE_MATCH = ("defined", "assigned", "activated", "starting")
+PRE_MATCH = QUEUED_STATES  # PanDA's nQueue
 
 Check = Callable[[Any, Any, "JobContext"], dict | None]
 MemoKey = Callable[[Any, "JobContext"], Any]

@@ -26,6 +26,7 @@ from brokerage.models import Task, TaskJob, TaskStatus
 from config import clock
 from config.cycles import cycle
 from matcher import services as job_services
+from matcher.lifecycle import LIVE_STATES
 from matcher.models import FINAL_STATES, JobStatus
 from shares.models import User
 
@@ -137,7 +138,7 @@ def _current_jobs():
 
 # The open states named (not "not final"): the subquery then reads the jobs table through its
 # status index instead of scanning every ended job of the grid's history.
-OPEN_JOB_STATES = tuple(s for s in JobStatus.values if s not in FINAL_STATES)
+OPEN_JOB_STATES = LIVE_STATES
 
 
 def _open_jobs():

@@ -28,16 +28,14 @@ from brokerage.network import LinkData
 from config import clock, gdpconfig
 from config.cycles import current_run_id, cycle
 from matcher import services as job_services
+from matcher.lifecycle import (
+    CLAIMED_STATES,
+    PRE_MATCH_STATES,
+    STARTED_STATES,
+    WAITING_TO_BROKER,
+)
 from matcher.models import FINAL_STATES, Job, JobStatus, Pilot, PilotStatus
 
-PRE_MATCH_STATES = (JobStatus.DEFINED, JobStatus.ASSIGNED, JobStatus.ACTIVATED)
-POST_MATCH_STATES = (
-    JobStatus.SENT,
-    JobStatus.STARTING,
-    JobStatus.RUNNING,
-    JobStatus.HOLDING,
-    JobStatus.TRANSFERRING,
-)
 LIVE_PILOT_STATES = (
     PilotStatus.SUBMITTED,
     PilotStatus.READY,
@@ -197,7 +195,7 @@ def matched_rows(extra: tuple[str, ...]):
 
     default, site_of = site_queues()
     rows = (
-        Job.objects.filter(status__in=POST_MATCH_STATES)
+        Job.objects.filter(status__in=CLAIMED_STATES)
         .annotate(brokered=brokered_queue("pk"))
         .values_list("site", "brokered", *extra)
         .annotate(n=Count("pk"))
@@ -233,7 +231,7 @@ def load_queues(now=None) -> list[PandaQueue]:
         .order_by()
     )
     last_start = dict(
-        Job.objects.filter(status__in=POST_MATCH_STATES[1:])
+        Job.objects.filter(status__in=STARTED_STATES)
         .values_list("site")
         .annotate(t=Max("status_changed"))
         .order_by()
@@ -439,9 +437,9 @@ def job_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
     by_name = {q.name: q for q in queues}
 
     jobs_by_task = defaultdict(list)
-    for tj in TaskJob.objects.filter(
-        task__in=tasks, job__status__in=job_services.WAITING_TO_BROKER
-    ).values("job_id", "task_id", "n_events", "input_size_mb"):
+    for tj in TaskJob.objects.filter(task__in=tasks, job__status__in=WAITING_TO_BROKER).values(
+        "job_id", "task_id", "n_events", "input_size_mb"
+    ):
         jobs_by_task[tj["task_id"]].append(tj)
     datasets_by_task = defaultdict(list)
     for td in TaskDataset.objects.filter(task__in=tasks).select_related("dataset"):
@@ -581,8 +579,4 @@ def job_sizes(datasets, jobs) -> dict:
 def _has_jobs_to_broker():
     from django.db.models import Exists, OuterRef
 
-    return Exists(
-        TaskJob.objects.filter(
-            task_id=OuterRef("pk"), job__status__in=job_services.WAITING_TO_BROKER
-        )
-    )
+    return Exists(TaskJob.objects.filter(task_id=OuterRef("pk"), job__status__in=WAITING_TO_BROKER))

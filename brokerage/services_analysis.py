@@ -22,7 +22,12 @@ from brokerage.models import (
 from brokerage.production import Decision
 from config import clock, gdpconfig
 from config.cycles import current_run_id, cycle
-from matcher import services as job_services
+from matcher.lifecycle import (
+    QUEUED_OR_SENT_STATES,
+    QUEUED_STATES,
+    UNCANCELLED_FINAL_STATES,
+    WAITING_TO_BROKER,
+)
 from matcher.models import Job, JobStatus, JobStatusHistory
 
 ANALYSIS_PARAMS = (
@@ -45,13 +50,7 @@ ANALYSIS_PARAMS = (
     "ANALY_WEIGHT_EPSILON_1",
     "ANALY_WEIGHT_EPSILON_2",
 )
-QUEUED = (
-    JobStatus.DEFINED,
-    JobStatus.ASSIGNED,
-    JobStatus.ACTIVATED,
-    JobStatus.SENT,
-    JobStatus.STARTING,
-)
+QUEUED = QUEUED_OR_SENT_STATES
 TRR_WINDOW_HOURS = 6
 
 
@@ -163,7 +162,7 @@ def task_done_counts(task, queues, now, hours: float) -> dict[int, Counter]:
         TaskJob.objects.filter(
             task=task,
             queue__isnull=False,
-            job__status__in=(JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CLOSED),
+            job__status__in=UNCANCELLED_FINAL_STATES,
             job__status_changed__gte=now - timedelta(hours=hours),
         )
         .values_list("queue_id", "job__status")
@@ -197,10 +196,10 @@ def stabilizer_table(user_id: int, queues, owner_counts, trr, params) -> list[di
             continue
         user = owner_counts.get((q.pk, user_id), Counter())
         st = analysis.stabilizer(
-            sum(q.counts.get(s, 0) for s in ("defined", "assigned", "activated", "starting")),
+            sum(q.counts.get(s, 0) for s in QUEUED_STATES),
             q.counts.get("running", 0),
             trr.get(q.pk, 0.0),
-            sum(user.get(s, 0) for s in ("defined", "assigned", "activated", "starting")),
+            sum(user.get(s, 0) for s in QUEUED_STATES),
             user.get("running", 0),
             users_at.get(q.pk, 0),
             params,
@@ -241,9 +240,9 @@ def analysis_brokerage(rng=None, run_id=None, task_ids=None) -> dict:
     plan = services.Placement()
     for task in tasks:
         jobs = list(
-            TaskJob.objects.filter(
-                task=task, job__status__in=job_services.WAITING_TO_BROKER
-            ).values("job_id", "n_events", "input_size_mb")
+            TaskJob.objects.filter(task=task, job__status__in=WAITING_TO_BROKER).values(
+                "job_id", "n_events", "input_size_mb"
+            )
         )
         usage = usage_of(task, hi_sites)
         held = analysis.throttle(task, usage, params)

@@ -3,6 +3,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from matcher.lifecycle import FINAL_STATES
 from matcher.taskqueues import MULTI_VALUED_FIELDS
 from shares.models import GridGroup
 from shares.ownership import OwnedQuerySet
@@ -49,7 +50,8 @@ CE_STATUS_CHOICES = ComputingElement.Status.choices  # named for the OpenAPI enu
 
 
 class JobStatus(models.TextChoices):
-    """PanDA's job states, which contain DIRAC's; `activated` is "waiting in a TaskQueue"."""
+    """PanDA's job states, which contain DIRAC's; `activated` is "waiting in a TaskQueue".
+    Their groupings and transitions: matcher.lifecycle (FINAL_STATES is re-exported here)."""
 
     PENDING = "pending"
     DEFINED = "defined"
@@ -65,11 +67,6 @@ class JobStatus(models.TextChoices):
     FAILED = "failed"
     CANCELLED = "cancelled"
     CLOSED = "closed"
-
-
-FINAL_STATES = frozenset(
-    {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.CLOSED}
-)
 
 
 class Job(models.Model):

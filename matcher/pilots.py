@@ -16,6 +16,7 @@ from django.db.models import Count
 from config import clock, gdpconfig
 from config.cycles import current_run_id, cycle
 from matcher import director, match, matching
+from matcher.lifecycle import CLAIMED_STATES, PILOT_END_STATES, PILOT_REPORTS, RUNNING_STATES
 from matcher.models import (
     PILOT_FINAL_STATES,
     PILOT_WAITING_STATES,
@@ -30,7 +31,7 @@ from matcher.models import (
     PilotStatusHistory,
     TaskQueue,
 )
-from matcher.priorities import RUNNING_STATES, taskqueue_loads
+from matcher.priorities import taskqueue_loads
 from matcher.submit_pools import (
     LocalBackend,
     PilotBatch,
@@ -408,18 +409,7 @@ PILOT_TRANSITIONS = {
     PilotStatus.WAITING: {"Running", "Done", "Failed", "Aborted"},
     PilotStatus.RUNNING: {"Done", "Failed", "Aborted"},
 }
-JOB_TRANSITIONS = {
-    JobStatus.SENT: {JobStatus.STARTING, JobStatus.RUNNING, JobStatus.FAILED},
-    JobStatus.STARTING: {JobStatus.RUNNING, JobStatus.FAILED},
-    JobStatus.RUNNING: {
-        JobStatus.HOLDING,
-        JobStatus.TRANSFERRING,
-        JobStatus.FINISHED,
-        JobStatus.FAILED,
-    },
-    JobStatus.HOLDING: {JobStatus.TRANSFERRING, JobStatus.FINISHED, JobStatus.FAILED},
-    JobStatus.TRANSFERRING: {JobStatus.FINISHED, JobStatus.FAILED},
-}
+JOB_TRANSITIONS = PILOT_REPORTS  # the pilot reports' part of lifecycle.TRANSITIONS
 
 
 def set_pilot_status(pilot_id: int, to: str, reason: str = "", next_event=None) -> Pilot:
@@ -452,7 +442,7 @@ def report_job(job_id: int, to: str, reason: str = "", pilot_id: int | None = No
         job = Job.objects.select_for_update().get(pk=job_id)
         if pilot_id is not None and job.pilot_id != pilot_id:
             raise _not_held(job_id, pilot_id)
-        if to not in JOB_TRANSITIONS.get(job.status, set()):
+        if to not in PILOT_REPORTS.get(job.status, frozenset()):
             raise PilotError(f"job {job_id} is {job.status}, it cannot become {to}")
         JobStatusHistory.objects.create(
             job=job, at=now, from_status=job.status, to_status=to, reason=reason[:255]
@@ -464,7 +454,7 @@ def report_job(job_id: int, to: str, reason: str = "", pilot_id: int | None = No
             now,
         )
         job.save(update_fields=["status", "status_reason", "status_changed", "heartbeat"])
-    if to in (JobStatus.FINISHED, JobStatus.FAILED) and job.pilot_id:
+    if to in PILOT_END_STATES and job.pilot_id:
         from django.db.models import F
 
         Pilot.objects.filter(pk=job.pilot_id).update(jobs_done=F("jobs_done") + 1)
@@ -478,9 +468,7 @@ def heartbeat(job_id: int, pilot_id: int | None = None) -> None:
     if pilot_id is None:
         jobs.update(heartbeat=clock.now())
         return
-    if jobs.filter(pilot_id=pilot_id, status__in=list(JOB_TRANSITIONS)).update(
-        heartbeat=clock.now()
-    ):
+    if jobs.filter(pilot_id=pilot_id, status__in=CLAIMED_STATES).update(heartbeat=clock.now()):
         return
     current = jobs.values_list("status", "pilot_id").first()
     if current is None or current[1] != pilot_id:

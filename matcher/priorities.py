@@ -14,14 +14,12 @@ from django.dispatch import receiver
 from config import clock, db, gdpconfig
 from config.cycles import cycle
 from matcher import changelog
-from matcher.models import Job, JobStatus, TaskQueue, TaskQueuePriorityCount
+from matcher.lifecycle import RUNNING_STATES
+from matcher.models import Job, TaskQueue, TaskQueuePriorityCount
 from shares import priorities as engine
 from shares import services as share_services
 from shares.models import GridGroup
 from shares.signals import shares_changed
-
-# Jobs holding a slot count as running for the shares: matched, starting or running.
-RUNNING_STATES = (JobStatus.SENT, JobStatus.STARTING, JobStatus.RUNNING)
 
 _LOADS_SQL = f"""
 SELECT tq.id, tq.owner_id, tq.owner_group_id,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from config import clock
 from config.models import CycleRun
 from matcher import director, match
+from matcher.lifecycle import RUNNING_STATES, UNBROKERED_STATES
 from matcher.models import FINAL_STATES, DirectorDecision, Job, JobStatus, Pilot, TaskQueue
 from matcher.models import PILOT_WAITING_STATES as WAITING_PILOTS
 
@@ -63,13 +64,13 @@ def headline(job: Job) -> str:
     s = job.status
     if s in FINAL_STATES:
         return f"It is {s}: {job.status_reason or 'nothing more to do'}."
-    if s in (JobStatus.RUNNING, JobStatus.STARTING, JobStatus.SENT):
+    if s in RUNNING_STATES:
         return f"It is {s} at {job.site or 'its site'}."
     if s == JobStatus.HOLDING:
         return f"It is holding: {job.status_reason or 'no reason given'}."
     if s == JobStatus.ACTIVATED:
         return "It waits in a TaskQueue for a pilot that can take it."
-    if s in (JobStatus.DEFINED, JobStatus.ASSIGNED):
+    if s in UNBROKERED_STATES:
         return "It waits for brokerage to choose where it may run."
     if s == JobStatus.PENDING:
         return f"It is pending: {job.status_reason or 'brokerage found no place yet'}."

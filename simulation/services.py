@@ -21,7 +21,8 @@ from config import clock, gdpconfig
 from config.cycles import CYCLES, cycle, run_cycle
 from config.models import CycleRun, SimulationClock
 from config.schedules import SCHEDULES
-from matcher.models import Job, JobStatus, Pilot, PilotStatus
+from matcher.lifecycle import AT_WORK_STATES, SIMULATED_BACKLOG_STATES
+from matcher.models import Job, Pilot, PilotStatus
 
 USERS = [  # (user, group, share of the arrivals)
     ("alice", "lhcb_user", 3),
@@ -271,9 +272,7 @@ def send_heartbeats(now) -> int:
     live = Pilot.objects.filter(
         grid_type="Simulated", status=PilotStatus.RUNNING, next_event__isnull=False
     ).values("pk")
-    return Job.objects.filter(
-        status__in=(JobStatus.STARTING, JobStatus.RUNNING), pilot_id__in=live
-    ).update(heartbeat=now)
+    return Job.objects.filter(status__in=AT_WORK_STATES, pilot_id__in=live).update(heartbeat=now)
 
 
 def silence_pilots(rng: random.Random, n: int) -> int:
@@ -342,9 +341,7 @@ def simulation_tick(rng: random.Random | None = None, minutes: float | None = No
         minutes = min((now - previous).total_seconds() / 60, 120.0) if previous else 1.0
     minutes = max(minutes, 0.0)
     counts: dict = {"simulated_minutes": round(minutes, 2)}
-    waiting = Job.objects.filter(
-        status__in=(JobStatus.ACTIVATED, JobStatus.DEFINED, JobStatus.PENDING)
-    ).count()
+    waiting = Job.objects.filter(status__in=SIMULATED_BACKLOG_STATES).count()
     if waiting < gdpconfig.get("SimMaxWaitingJobs"):
         counts["jobs"] = arrive_jobs(rng, poisson(rng, gdpconfig.get("SimJobsPerMinute") * minutes))
         counts["tasks"] = arrive_tasks(

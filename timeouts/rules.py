@@ -35,9 +35,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from matcher.lifecycle import ACTIVATED_OR_STARTING, AT_WORK_STATES, CLOSED, FAILED, QUEUED_STATES
+
 REBROKER, REASSIGN, FAIL, CLOSE = "rebroker", "reassign", "fail", "close"
 # rebroker: defined (task job) or activated; reassign: closed (task job, retried as a new job)
-TO_STATUS = {FAIL: "failed", CLOSE: "closed"}
+TO_STATUS = {FAIL: FAILED, CLOSE: CLOSED}
 
 STATE, HEARTBEAT = "state", "heartbeat"
 
@@ -59,7 +61,7 @@ RULES: tuple[Rule, ...] = (
     Rule("throttled", ("throttled",), STATE, CLOSE, "TIMEOUT_throttled", "throttled"),
     Rule(
         "activated",
-        ("activated", "starting"),
+        ACTIVATED_OR_STARTING,
         STATE,
         REBROKER,
         "TIMEOUT_activated",
@@ -67,7 +69,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "inactive_queue",
-        ("activated", "starting"),
+        ACTIVATED_OR_STARTING,
         STATE,
         REBROKER,
         "TIMEOUT_activated_inactive_pq",
@@ -75,7 +77,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("sent", ("sent",), STATE, FAIL, "TIMEOUT_sent", "sent"),
     Rule("running", ("running",), STATE, CLOSE, "TIMEOUT_running", "running"),
-    Rule("heartbeat", ("running", "starting"), HEARTBEAT, FAIL, "HEARTBEAT_TIMEOUT", "heartbeat"),
+    Rule("heartbeat", AT_WORK_STATES, HEARTBEAT, FAIL, "HEARTBEAT_TIMEOUT", "heartbeat"),
     Rule(
         "transferring_heartbeat",
         ("transferring",),
@@ -99,7 +101,7 @@ RULES: tuple[Rule, ...] = (
 RULE = {r.name: r for r in RULES}
 FAST_REBROKERAGE = Rule(
     "fast_rebrokerage",
-    ("defined", "assigned", "activated", "starting"),
+    QUEUED_STATES,
     STATE,
     REBROKER,
     "FAST_REBRO_THRESHOLD_*",
@@ -108,8 +110,6 @@ FAST_REBROKERAGE = Rule(
 RULE[FAST_REBROKERAGE.name] = FAST_REBROKERAGE
 RULE_NAMES = [r.name for r in RULES] + [FAST_REBROKERAGE.name]
 FAST_REBRO_STATES = FAST_REBROKERAGE.states
-WAITING_STATES = ("pending", "defined", "assigned", "throttled", "activated")
-MATCHED_STATES = ("sent", "starting", "running", "holding", "transferring")
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from brokerage import services
 from brokerage.models import PandaQueue, Task, TaskJob
 from config import clock, gdpconfig
 from config.cycles import current_run_id, cycle
+from matcher.lifecycle import AT_WORK_STATES, CLAIMED_STATES, WAITING_STATES
 from matcher.models import Job, JobStatus
 from timeouts import rules
 from timeouts.actions import Candidate, Planned, among, apply
@@ -62,7 +63,7 @@ class World:
     limits: rules.Limits
 
     def queue_of(self, status: str, site: str, tj_queue: int | None) -> int | None:
-        if status in rules.MATCHED_STATES:
+        if status in CLAIMED_STATES:
             return self.site_queue.get(site)
         return tj_queue
 
@@ -87,10 +88,11 @@ def job_statistics() -> tuple[dict[str, datetime], list[tuple]]:
     jobs per (status, site, TaskJob.queue, gshare) that fast rebrokerage counts."""
     states = (*rules.FAST_REBRO_STATES, JobStatus.RUNNING)
     job, tj, task = Job._meta.db_table, TaskJob._meta.db_table, Task._meta.db_table
+    started = ", ".join(f"'{s}'" for s in AT_WORK_STATES)  # module constants: safe to inline
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT j.status, j.site, tj.queue_id, t.gshare, COUNT(*), "
-            f"MAX(CASE WHEN j.status IN ('starting', 'running') THEN j.status_changed END) "
+            f"MAX(CASE WHEN j.status IN ({started}) THEN j.status_changed END) "
             f"FROM {job} j LEFT JOIN {tj} tj ON tj.job_id = j.id "
             f"LEFT JOIN {task} t ON t.id = tj.task_id "
             f"WHERE j.status IN ({', '.join(['%s'] * len(states))}) "
@@ -122,7 +124,7 @@ def _aware(value) -> datetime:
 def last_starts() -> dict[str, datetime]:
     """The latest start per site, read from the jobs (as the brokerage's load_queues does)."""
     return dict(
-        Job.objects.filter(status__in=(JobStatus.STARTING, JobStatus.RUNNING))
+        Job.objects.filter(status__in=AT_WORK_STATES)
         .values_list("site")
         .annotate(t=Max("status_changed"))
         .order_by()
@@ -200,7 +202,7 @@ def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
     default_beat = Q(last_word__lt=default_cut)
     if override_sites:
         default_beat &= ~Q(site__in=override_sites)
-    for state in ("running", "starting"):
+    for state in AT_WORK_STATES:
         per_state[state].append(default_beat)
     for limit, sites in by_limit.items():
         c = Q(last_word__lt=now - timedelta(seconds=limit), site__in=sites)
@@ -219,10 +221,10 @@ def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
             cond |= Q(status=state) & either
 
     if exempt_sites:
-        cond &= ~Q(status__in=rules.MATCHED_STATES, site__in=exempt_sites)
+        cond &= ~Q(status__in=CLAIMED_STATES, site__in=exempt_sites)
     if exempt_qids:
         at_exempt = TaskJob.objects.filter(queue_id__in=exempt_qids).values("job_id")
-        cond &= ~Q(status__in=rules.WAITING_STATES, pk__in=at_exempt)
+        cond &= ~Q(status__in=WAITING_STATES, pk__in=at_exempt)
     return cond, beat
 
 
@@ -327,7 +329,7 @@ def fast_rebro_jobs(world: World, qid: int, gshare: str, excess: int, skip: set[
         "queue_id",
         "task_id",
     )
-    waiting = [st for st in rules.FAST_REBRO_STATES if st not in rules.MATCHED_STATES]
+    waiting = [st for st in rules.FAST_REBRO_STATES if st not in CLAIMED_STATES]
     rank = Case(
         *[When(job__status=st, then=Value(i)) for i, st in enumerate(waiting)],
         output_field=IntegerField(),
