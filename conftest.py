@@ -9,10 +9,11 @@ from config import clock, gdpconfig
 @pytest.fixture(autouse=True)
 def _fresh_process_state():
     """Each test starts with no cached parameter values and the real clock."""
-    from matcher import match, pilot_registry, topology
+    from matcher import dispatcher, topology
+    from pilots import registry as pilot_registry
 
     gdpconfig.invalidate()
-    match.invalidate_cache()
+    dispatcher.invalidate_cache()
     pilot_registry.forget_all()
     topology._snapshot["at"] = None
     topology._groups.clear()

@@ -32,8 +32,9 @@ def main() -> None:
 
         from config.cycles import run_cycle
         from matcher import bulk, demo
-        from matcher.models import Pilot, TaskQueue
-        from matcher.priorities import recompute_priorities
+        from matcher.models import TaskQueue
+        from matcher.taskqueue_priorities import recompute_priorities
+        from pilots.models import Pilot
 
         demo.create_world()
         templates = bulk.make_templates(random.Random(1), n_templates)

@@ -5,11 +5,11 @@
         .venv/bin/python bench/http_match.py --scale full      # 1,000,000 waiting jobs
 
 The world: the demo world and `jobs` waiting jobs over 250 requirement templates x 4 CPU
-segments (bench/match.py's), in a throw-away database. Eight pilot clients, each one keep-alive
+segments (bench/dispatcher.py's), in a throw-away database. Eight pilot clients, each one keep-alive
 connection on loopback, POST /api/v1/match/ as the generic pilot credential at a named site and
 CE, back to back, for `seconds` after a warm-up; first against the production server
-(config/webserver.py as `make serve` starts it: granian, DEBUG off, access log on, to a file),
-then gunicorn (WEB_SERVER=gunicorn, config/gunicorn.conf.py), then `manage.py runserver` with the
+(gridwms/webserver.py as `make serve` starts it: granian, DEBUG off, access log on, to a file),
+then gunicorn (WEB_SERVER=gunicorn, gridwms/gunicorn.conf.py), then `manage.py runserver` with the
 same settings. `repeats` rounds, each timing every server in turn; medians reported.
 
 The load generator is cheap on purpose, so as not to eat the CPU it measures: a few processes,
@@ -97,17 +97,19 @@ def build_world(jobs: int, seed: int) -> dict:
 def eligible() -> int:
     """Waiting jobs the bench's pilots may take (their site and CE, the generic credential): if
     the run claimed them all, later answers would be 204s, cheaper than matches."""
-    from matcher import match
+    from matcher import dispatcher
     from matcher.api.resources import ResourceDescriptionSerializer
     from matcher.models import TaskQueueJob
     from shares.models import User
 
     described = ResourceDescriptionSerializer(data=HTTP_BODY, context={"claim": True})
     described.is_valid(raise_exception=True)
-    match.invalidate_cache()  # the servers claimed and dropped TaskQueues since the last look
+    dispatcher.invalidate_cache()  # the servers claimed and dropped TaskQueues since the last look
     ids = [
         tq.id
-        for tq in match.matching_taskqueues(described.resource(User.objects.get(username="pilot")))
+        for tq in dispatcher.matching_taskqueues(
+            described.resource(User.objects.get(username="pilot"))
+        )
     ]
     return TaskQueueJob.objects.filter(task_queue_id__in=ids).count()
 
@@ -133,12 +135,12 @@ def server_env(static_root: str, access_log: str) -> dict:
 
 def server_argv(kind: str, port: int) -> tuple[list[str], dict]:
     """The command and extra environment of each server timed: the production web server as
-    `make serve` starts it (config/webserver.py: granian by default, or gunicorn), and runserver
+    `make serve` starts it (gridwms/webserver.py: granian by default, or gunicorn), and runserver
     as `make run` starts it, with the same settings (DEBUG off)."""
     if kind == "runserver":
         return [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"], {}
     env = {"WEB_BIND": f"127.0.0.1:{port}", "WEB_SERVER": kind}
-    return [sys.executable, "-m", "config.webserver"], env
+    return [sys.executable, "-m", "gridwms.webserver"], env
 
 
 def start_server(argv: list[str], env: dict, port: int, logfile) -> subprocess.Popen:

@@ -199,7 +199,7 @@ def distinct_templates(rng: random.Random, count: int) -> list:
 def build_world(scale: Scale, seed: int, batch_size: int) -> World:
     from config import gdpconfig
     from matcher import bulk, demo
-    from matcher.match import matching_taskqueues
+    from matcher.dispatcher import matching_taskqueues
     from matcher.matching import Resource
     from matcher.models import MULTI_VALUED_FIELDS, Job, TaskQueue, TaskQueuePriorityCount
     from shares.models import GridGroup, User
@@ -269,7 +269,7 @@ def literal_match(tq_id: int, resource, pilot_reference: str, rng: random.Random
 
 
 def bench_literal(world: World, scale: Scale, context: dict) -> None:
-    from matcher.match import match_job
+    from matcher.dispatcher import match_job
 
     rng = random.Random(11)
     ref = "bench-literal"
@@ -314,7 +314,7 @@ def bench_literal(world: World, scale: Scale, context: dict) -> None:
 
 
 def bench_inprocess(scale: Scale, context: dict) -> None:
-    from matcher.match import match_job
+    from matcher.dispatcher import match_job
     from matcher.matching import Resource
 
     resource, rng = Resource(**EVERYTHING), random.Random(12)
@@ -503,7 +503,7 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
     django.setup()
     from django.db import connection, connections
 
-    from matcher.match import match_job
+    from matcher.dispatcher import match_job
     from matcher.matching import Resource
 
     resource, rng, ref = Resource(**EVERYTHING), random.Random(100 + worker), f"bench-proc-{worker}"

@@ -1,4 +1,4 @@
-"""The matcher at a real grid's shape (bench/match.py --shape NAME, --churn).
+"""The matcher at a real grid's shape (bench/dispatcher.py --shape NAME, --churn).
 
 many-small  10,000 waiting jobs in about 3,660 TaskQueues (1,000 requirement sets x 4 CPU
             segments, Poisson ~2.5 jobs each: at least 3,500 hold jobs), owned by 55 users of
@@ -94,18 +94,18 @@ _RELOADS = {"n": 0}
 
 def matcher_stats() -> dict:
     """The matcher's own counters; for a matcher without them, its reloads counted here."""
-    from matcher import match
+    from matcher import dispatcher
 
-    if hasattr(match, "stats"):
-        return match.stats()
-    if not getattr(match, "_counted", False):
-        load = match._load_taskqueues
+    if hasattr(dispatcher, "stats"):
+        return dispatcher.stats()
+    if not getattr(dispatcher, "_counted", False):
+        load = dispatcher._load_taskqueues
 
         def counted():
             _RELOADS["n"] += 1
             return load()
 
-        match._load_taskqueues, match._counted = counted, True
+        dispatcher._load_taskqueues, dispatcher._counted = counted, True
     return {"taskqueue_full_reloads": _RELOADS["n"]}
 
 
@@ -150,7 +150,7 @@ def templates(rng: random.Random, count: int) -> list:
         key = (t.owner_id, t.owner_group_id, json.dumps(t.requirements, sort_keys=True))
         if key not in seen:
             seen.add(key)
-            # Jobs in every CPU segment, whatever CE takes them (as bench/match.py): a template
+            # Jobs in every CPU segment, whatever CE takes them (as bench/dispatcher.py): a template
             # kept below its top segment would fill fewer than its 4 TaskQueues.
             t.top_segment = None
             picked.append(t)
@@ -162,7 +162,7 @@ def templates(rng: random.Random, count: int) -> list:
 def build(shape: Shape, seed: int) -> dict:
     from matcher import bulk, demo
     from matcher.models import TaskQueue, TaskQueueJob
-    from matcher.priorities import recompute_priorities
+    from matcher.taskqueue_priorities import recompute_priorities
 
     demo.create_world()
     add_users()
@@ -270,7 +270,7 @@ def resources() -> list:
 
 
 def serial(context: dict) -> None:
-    from matcher import match
+    from matcher import dispatcher
 
     matcher_stats()  # counting from here for a matcher that does not count
     rng = random.Random(21)
@@ -278,7 +278,7 @@ def serial(context: dict) -> None:
 
     def one(i: int, ref: str) -> tuple[float, object]:
         t0 = time.perf_counter()
-        m = match.match_job(pool[i % len(pool)], ref, rng)
+        m = dispatcher.match_job(pool[i % len(pool)], ref, rng)
         return (time.perf_counter() - t0) * 1000, m
 
     for i in range(len(pool) * WARMUP_PER_RESOURCE):
@@ -419,14 +419,14 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
     _child(env)
     from django.db import connections
 
-    from matcher import match
+    from matcher import dispatcher
 
     rng, ref = random.Random(300 + worker), f"{REF}-churn-{worker}"
     pool = resources()
     claimed, times, claim_times, dry = [], [], [], 0
     try:
         for i in range(len(pool)):
-            m = match.match_job(pool[i], ref, rng)
+            m = dispatcher.match_job(pool[i], ref, rng)
             if m is not None:
                 claimed.append(m.job.id)
         out.put(("ready", worker))
@@ -437,7 +437,7 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
         end, i = start_at.value + duration, 0
         while time.monotonic() < end:
             t0 = time.perf_counter()
-            m = match.match_job(pool[rng.randrange(len(pool))], ref, rng)
+            m = dispatcher.match_job(pool[rng.randrange(len(pool))], ref, rng)
             times.append((time.perf_counter() - t0) * 1000)
             i += 1
             if m is None:

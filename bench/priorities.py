@@ -34,7 +34,7 @@ def main() -> None:
         from config import gdpconfig
         from matcher import demo
         from matcher.models import TaskQueue, TaskQueuePriorityCount
-        from matcher.priorities import groups_map, recompute_priorities, taskqueue_loads
+        from matcher.taskqueue_priorities import groups_map, recompute_priorities, taskqueue_loads
         from shares import priorities as engine
         from shares.models import GridGroup, User
 

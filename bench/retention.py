@@ -110,7 +110,7 @@ class Matcher(threading.Thread):
     def run(self):
         from django.db import connections
 
-        from matcher.match import match_job
+        from matcher.dispatcher import match_job
         from matcher.matching import Resource
 
         anything = Resource(

@@ -105,7 +105,7 @@ def build(n: int) -> dict:
 
     from brokerage import demo as panda_demo
     from brokerage.models import PandaQueue, Task, TaskJob
-    from brokerage.topology import import_topology
+    from brokerage.topology_import import import_topology
     from config import clock, gdpconfig
     from matcher import bulk, demo
     from matcher.models import Job, TaskQueueJob, TaskQueuePriorityCount

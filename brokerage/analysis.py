@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from brokerage import architecture, checks, production
+from brokerage import checks, production
 from brokerage.production import Decision, JobContext
 
 ANALYSIS_TYPES = ("analysis", "unified")
@@ -246,7 +246,7 @@ def persistent_checks(with_locality: bool) -> list[checks.JobCheck]:
 
 def broker_analysis(task, queues: list, ctx: AnalysisContext, with_locality: bool = True):
     """Returns (decision, persistent_removed_all, stabilizer rows by queue name)."""
-    spec = task.architecture_spec or architecture.parse(task.architecture)
+    spec = task.architecture_spec  # parsed at submission
     included = checks.listed(task.included_site) or checks.listed(task.site)
     excluded = checks.listed(task.excluded_site)
     live = [

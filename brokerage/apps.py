@@ -6,11 +6,6 @@ class BrokerageConfig(AppConfig):
     verbose_name = "PanDA brokerage"
 
     def ready(self) -> None:
-        from brokerage import (  # noqa: F401  (params, cycles, explainers, health alerts)
-            health,
-            lifecycle,
-            params,
-            services,
-            services_analysis,
-            why,
-        )
+        # params, explainers, health alerts; then the cycles.
+        from brokerage import health, lifecycle, params, why  # noqa: F401
+        from brokerage.services import analysis, production  # noqa: F401

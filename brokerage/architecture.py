@@ -270,11 +270,18 @@ def _drop_wildcards(spec: Architecture) -> Architecture:
     return {**spec, "cpu_specs": cpus, "gpu_spec": gpu}
 
 
+def empty() -> Architecture:
+    """No architecture: no platform, any CPU, no GPU (what parse("") gives; a Task's default)."""
+    return {"sw_platform": "", "base_platform": "", "cpu_specs": [], "gpu_spec": None}
+
+
 def parse(text: str) -> Architecture:
-    """The task's architecture as one structure; raises ArchitectureError."""
+    """The task's architecture as one structure; raises ArchitectureError. Parsed once, when
+    the task is submitted: the Task stores the result (architecture_spec), which the checks
+    and the pages read."""
     text = (text or "").strip()
     if not text:
-        return {"sw_platform": "", "base_platform": "", "cpu_specs": [], "gpu_spec": None}
+        return empty()
     if text[0] in "'\"" or text[-1] in "'\"":
         # The seed's ART warning: a quoted value would otherwise be read as a bogus sw_platform.
         raise ArchitectureError(

@@ -65,75 +65,103 @@ def topology() -> dict:
     """The demo topology as the JSON `manage.py import_topology` reads."""
     storages, queues, links = [], [], []
     for site in SITES:
-        queue = QUEUE_OF_SITE[site]
-        nucleus = NUCLEUS_OF_SITE.get(site)
-        disk = f"{queue.split('_')[0]}_DATADISK"
-        storages.append(
-            {
-                "name": disk,
-                "site": site,
-                "nucleus": nucleus,
-                "space_free": 900_000.0 if nucleus else 400_000.0,
-                "space_expired": 50_000.0,
-                "space_total": 2_000_000.0,
-            }
-        )
-        multicore = queue.endswith("MCORE")
-        queues.append(
-            {
-                "name": queue,
-                "site": site,
-                "nucleus": nucleus,
-                "computing_element": SITES[site][0][0],
-                "core_count": 8 if multicore else 1,
-                "minrss": 0,
-                "maxrss": 4000,
-                "maxwdir": 160_000 if multicore else 20_000,
-                "maxtime": 3 * 86400,
-                "corepower": 12.0,
-                "cpu_efficiency": 85.0,
-                "pledgedcpu": 2000,
-                "releases": ["AUTO"],
-                "wnconnectivity": "full#IPv4",
-                "input_storage": disk,
-                "output_storage": disk,
-                "fairsharepolicy": "type=evgen:100%,type=simul:100%,type=any:0%"
-                if site == "LCG.IN2P3.fr"
-                else "",
-                "last_pilot": clock.now().isoformat(),
-            }
-        )
-        for nucleus_name, nucleus_site in NUCLEI.items():
-            if site != nucleus_site:
-                links.append(
-                    {
-                        "source": site,
-                        "nucleus": nucleus_name,
-                        "queued_files": 20,
-                        "mbps_1d": 120.0 if "CERN" in nucleus_name else 40.0,
-                        "closeness": 2,
-                    }
-                )
+        storages.append(_storage(site))
+        queues.append(_production_queue(site))
+        links.extend(_links_from(site))
     for site, name, site_class in ANALYSIS_QUEUES:
-        disk = f"{QUEUE_OF_SITE[site].split('_')[0]}_DATADISK"
-        queues.append(
-            {
-                "name": name,
-                "site": site,
-                "queue_type": "analysis",
-                "site_class": site_class,
-                "core_count": 1,
-                "maxrss": 4000,
-                "maxtime": 2 * 86400,
-                "corepower": 11.0,
-                "releases": ["ANY"],
-                "wnconnectivity": "full#IPv4",
-                "input_storage": disk,
-                "output_storage": disk,
-                "last_pilot": clock.now().isoformat(),
-            }
-        )
-    datasets = [
+        queues.append(_analysis_queue(site, name, site_class))
+    software = {QUEUE_OF_SITE[s]: SOFTWARE for s in SITES}
+    software["INFN-T1_GPU"] = GPU_SOFTWARE
+    software["ALL"] = {"tags": []}
+    return {
+        "nuclei": [{"name": n, "site": s} for n, s in NUCLEI.items()],
+        "storages": storages,
+        "queues": queues,
+        "links": links,
+        "datasets": _datasets(),
+        "software": software,
+        "gpus": {"INFN-T1_GPU": GPU_ROWS},
+    }
+
+
+def _disk(site: str) -> str:
+    return f"{QUEUE_OF_SITE[site].split('_')[0]}_DATADISK"
+
+
+def _storage(site: str) -> dict:
+    nucleus = NUCLEUS_OF_SITE.get(site)
+    return {
+        "name": _disk(site),
+        "site": site,
+        "nucleus": nucleus,
+        "space_free": 900_000.0 if nucleus else 400_000.0,
+        "space_expired": 50_000.0,
+        "space_total": 2_000_000.0,
+    }
+
+
+def _production_queue(site: str) -> dict:
+    queue = QUEUE_OF_SITE[site]
+    multicore = queue.endswith("MCORE")
+    return {
+        "name": queue,
+        "site": site,
+        "nucleus": NUCLEUS_OF_SITE.get(site),
+        "computing_element": SITES[site][0][0],
+        "core_count": 8 if multicore else 1,
+        "minrss": 0,
+        "maxrss": 4000,
+        "maxwdir": 160_000 if multicore else 20_000,
+        "maxtime": 3 * 86400,
+        "corepower": 12.0,
+        "cpu_efficiency": 85.0,
+        "pledgedcpu": 2000,
+        "releases": ["AUTO"],
+        "wnconnectivity": "full#IPv4",
+        "input_storage": _disk(site),
+        "output_storage": _disk(site),
+        "fairsharepolicy": "type=evgen:100%,type=simul:100%,type=any:0%"
+        if site == "LCG.IN2P3.fr"
+        else "",
+        "last_pilot": clock.now().isoformat(),
+    }
+
+
+def _links_from(site: str) -> list[dict]:
+    """A link from the site to every nucleus but its own."""
+    return [
+        {
+            "source": site,
+            "nucleus": nucleus_name,
+            "queued_files": 20,
+            "mbps_1d": 120.0 if "CERN" in nucleus_name else 40.0,
+            "closeness": 2,
+        }
+        for nucleus_name, nucleus_site in NUCLEI.items()
+        if site != nucleus_site
+    ]
+
+
+def _analysis_queue(site: str, name: str, site_class: str) -> dict:
+    return {
+        "name": name,
+        "site": site,
+        "queue_type": "analysis",
+        "site_class": site_class,
+        "core_count": 1,
+        "maxrss": 4000,
+        "maxtime": 2 * 86400,
+        "corepower": 11.0,
+        "releases": ["ANY"],
+        "wnconnectivity": "full#IPv4",
+        "input_storage": _disk(site),
+        "output_storage": _disk(site),
+        "last_pilot": clock.now().isoformat(),
+    }
+
+
+def _datasets() -> list[dict]:
+    return [
         {
             "name": "mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514",
             "n_files": 400,
@@ -144,18 +172,6 @@ def topology() -> dict:
             ],
         }
     ]
-    software = {QUEUE_OF_SITE[s]: SOFTWARE for s in SITES}
-    software["INFN-T1_GPU"] = GPU_SOFTWARE
-    software["ALL"] = {"tags": []}
-    return {
-        "nuclei": [{"name": n, "site": s} for n, s in NUCLEI.items()],
-        "storages": storages,
-        "queues": queues,
-        "links": links,
-        "datasets": datasets,
-        "software": software,
-        "gpus": {"INFN-T1_GPU": GPU_ROWS},
-    }
 
 
 DEMO_TASKS = [

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from brokerage.architecture import empty as no_architecture
 from config import gdpconfig
 from matcher.models import Job, Site
 from shares.models import GridGroup
@@ -303,7 +304,11 @@ class Task(models.Model):
     task_broker_on_master = models.BooleanField("taskBrokerOnMaster", default=False)
     input_pre_staging = models.BooleanField("inputPreStaging", default=False)
     architecture = models.CharField(max_length=512, blank=True)
-    architecture_spec = models.JSONField(default=dict, blank=True, help_text="parsed architecture")
+    # Parsed once at submission (architecture.parse); the brokerage's checks and the pages read
+    # this, never the text.
+    architecture_spec = models.JSONField(
+        default=no_architecture, blank=True, help_text="parsed architecture"
+    )
     container_name = models.CharField(max_length=255, blank=True)
     only_tags_for_fc = models.BooleanField("onlyTagsForFC", default=False)
     release = models.CharField(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from brokerage import architecture, checks
+from brokerage import checks
 from brokerage.checks import expected_disk_mb as expected_disk_mb  # re-exported for the tests
 from brokerage.checks import zero_share as zero_share
 from brokerage.network import LinkData, network_weight
@@ -278,7 +278,8 @@ class JobContext:
     memo: dict | None = None
     # A merge task's pre-assigned queues were skipped for 24 h: the pre-assignment is ignored.
     preassignment_expired: bool = False
-    spec: dict = field(default_factory=dict)  # the task's parsed architecture; brokers set it
+    # The task's architecture as parsed at submission (Task.architecture_spec); brokers set it.
+    spec: dict = field(default_factory=dict)
 
 
 def effective_running(q) -> tuple[int, str]:
@@ -300,30 +301,22 @@ def _input_local(q, ctx: JobContext) -> bool:
     return tot_files == 0 or ctx.locality.get(q.name, Locality()).files_any >= tot_files
 
 
-def queue_weight(task, q, ctx: JobContext, detail: bool = True) -> tuple[float, dict]:
-    """The weight and its factors (detail=False: only the weight and the running count, for
-    the candidates that will not make the best 10)."""
+def basic_weight(q, input_local: bool = False) -> tuple[float, dict[str, Any]]:
+    """The basic (task-independent) weight (running + 1) / ((activated + assigned + starting +
+    defined + 10) × manyAssigned) and its factors. Assigned jobs (waiting for their input)
+    count only when the task's input is not local to the queue (input_local False: they count,
+    as for a task whose input is elsewhere)."""
     c = q.counts
     running, running_source = effective_running(q)
-    tot_size, tot_files = ctx.totals
-    loc = ctx.locality.get(q.name, Locality())
-    missing_files = max(0, tot_files - loc.files_any)
-    local_input = _input_local(q, ctx)
     activated = c.get("activated", 0)
-    assigned = 0 if local_input else c.get("assigned", 0)
+    assigned = 0 if input_local else c.get("assigned", 0)
     starting, defined = c.get("starting", 0), c.get("defined", 0)
     if activated:
         many_assigned = max(1.0, min(2.0, assigned / activated))
     else:
         many_assigned = 2.0 if assigned else 1.0
     w = (running + 1) / ((activated + assigned + starting + defined + 10) * many_assigned)
-    if not detail:
-        if tot_size > 0:
-            w *= (loc.size_any + tot_size) / (tot_size * (missing_files / 100 + 1))
-        if q.network is not None:
-            w *= q.network[0]
-        return w, {"running": running}
-    factors: dict[str, Any] = {
+    return w, {
         "running": running,
         "running_from": running_source,
         "activated": activated,
@@ -331,8 +324,23 @@ def queue_weight(task, q, ctx: JobContext, detail: bool = True) -> tuple[float, 
         "starting": starting,
         "defined": defined,
         "manyAssigned": many_assigned,
-        "basic": round(w, 6),
     }
+
+
+def queue_weight(task, q, ctx: JobContext, detail: bool = True) -> tuple[float, dict]:
+    """The weight and its factors (detail=False: only the weight and the running count, for
+    the candidates that will not make the best 10)."""
+    w, factors = basic_weight(q, _input_local(q, ctx))
+    tot_size, tot_files = ctx.totals
+    loc = ctx.locality.get(q.name, Locality())
+    missing_files = max(0, tot_files - loc.files_any)
+    if not detail:
+        if tot_size > 0:
+            w *= (loc.size_any + tot_size) / (tot_size * (missing_files / 100 + 1))
+        if q.network is not None:
+            w *= q.network[0]
+        return w, {"running": factors["running"]}
+    factors["basic"] = round(w, 6)
     if tot_size > 0:
         data = (loc.size_any + tot_size) / (tot_size * (missing_files / 100 + 1))
         w *= data
@@ -390,7 +398,7 @@ def _first_failing_shared(live: list, task, ctx: JobContext, memo: dict) -> tupl
 
 def broker_jobs(task, queues: list, ctx: JobContext) -> Decision:
     """Choose up to 10 queues for a task's jobs."""
-    ctx = replace(ctx, spec=task.architecture_spec or architecture.parse(task.architecture))
+    ctx = replace(ctx, spec=task.architecture_spec)  # parsed at submission
     pre = set() if ctx.preassignment_expired else set(checks.preassigned(task))
     memo = ctx.memo if not pre else None  # pre-assigned tasks see their own candidate lists
     if memo is not None and "live" in memo:

@@ -3,11 +3,14 @@ from django.contrib import messages
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 
-from brokerage import charts, lifecycle, production, services
+from brokerage import charts, lifecycle, production
 from brokerage.api.serializers import STAFF_FIELDS, TaskSubmitSerializer
 from brokerage.filters import TaskFilterSet
 from brokerage.models import BrokerageRun, GlobalShare, Nucleus, PandaQueue, Task
 from brokerage.network import LinkData, network_weight
+from brokerage.services import analysis as analysis_services
+from brokerage.services import world
+from brokerage.services.submission import submit_task
 from config import clock, gdpconfig
 from config.errors import add_to_form
 from config.paging import paginate
@@ -122,7 +125,7 @@ def task_submit(request):
         else:
             fields = dict(body.validated_data)
             inputs = [(i["dataset"], i["master"]) for i in fields.pop("inputs", [])]
-            task = services.submit_task(request.user, fields, inputs)
+            task = submit_task(request.user, fields, inputs)
             messages.success(request, f"Task {task.pk} submitted with {task.n_jobs} jobs.")
             return redirect("task-detail", pk=task.pk)
     if not form.is_bound:
@@ -135,23 +138,19 @@ def task_submit(request):
 
 
 def queue_weights(request):
-    """Every queue with its counts and the basic (task-independent) job-brokerage weight."""
-    queues = services.load_queues()
+    """Every queue with its counts and the basic (task-independent) job-brokerage weight, as
+    the production brokerage's rules give it (production.basic_weight)."""
     rows = []
-    for q in queues:
-        running, source = production.effective_running(q)
-        c = q.counts
-        activated, assigned = c.get("activated", 0), c.get("assigned", 0)
-        many = max(1.0, min(2.0, assigned / activated)) if activated else (2.0 if assigned else 1.0)
-        queued = activated + assigned + c.get("starting", 0) + c.get("defined", 0)
+    for q in world.load_queues():
+        weight, factors = production.basic_weight(q)
         rows.append(
             {
                 "queue": q,
-                "counts": c,
-                "running": running,
-                "running_from": source,
-                "many_assigned": many,
-                "weight": (running + 1) / ((queued + 10) * many),
+                "counts": q.counts,
+                "running": factors["running"],
+                "running_from": factors["running_from"],
+                "many_assigned": factors["manyAssigned"],
+                "weight": weight,
             }
         )
     rows.sort(key=lambda r: -r["weight"])
@@ -163,7 +162,7 @@ def queue_weights(request):
 
 
 def nucleus_list(request):
-    nuclei = services.load_nuclei()
+    nuclei = world.load_nuclei()
     tasks = dict(
         Task.objects.filter(nucleus__isnull=False)
         .values_list("nucleus_id")
@@ -178,7 +177,7 @@ def nucleus_list(request):
 
 
 def nucleus_detail(request, pk):
-    nucleus = next((n for n in services.load_nuclei() if n.pk == pk), None)
+    nucleus = next((n for n in world.load_nuclei() if n.pk == pk), None)
     if nucleus is None:
         nucleus = get_object_or_404(Nucleus, pk=pk)
     cap = gdpconfig.get("NQUEUED_SAT_CAP")
@@ -206,19 +205,18 @@ def nucleus_detail(request, pk):
 def analysis_user(request):
     """One user's analysis standing: caps against usage, the User Analysis share against its
     target, and the Analysis Stabilizer's max_q_len per queue against the user's queued jobs."""
-    from brokerage import services_analysis as sa
     from shares.models import User
 
     username = request.GET.get("user") if request.user.is_staff else None
     user = get_object_or_404(User, username=username) if username else request.user
-    params = sa.analysis_params()
-    queues = services.load_queues()
+    params = analysis_services.analysis_params()
+    queues = world.load_queues()
     hi_sites = {q.site.name for q in queues if q.site_class == "hi"}
     probe = Task(owner=user, gshare="User Analysis", working_group="")
-    usage = sa.usage_of(probe, hi_sites)
-    owner_counts = sa.queue_owner_counts(queues)
-    trr = sa.to_running_rates(queues, clock.now())
-    rows = sa.stabilizer_table(user.pk, queues, owner_counts, trr, params)
+    usage = analysis_services.usage_of(probe, hi_sites)
+    owner_counts = analysis_services.queue_owner_counts(queues)
+    trr = analysis_services.to_running_rates(queues, clock.now())
+    rows = analysis_services.stabilizer_table(user.pk, queues, owner_counts, trr, params)
     caps = [
         ("running jobs", usage.running_jobs, params["CAP_RUNNING_USER_JOBS"]),
         ("queued jobs", usage.queued_jobs, 2 * params["CAP_RUNNING_USER_JOBS"]),

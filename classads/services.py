@@ -27,7 +27,7 @@ from config import clock, gdpconfig
 from config.cycles import cycle
 from matcher import services as matcher_services
 from matcher.models import FINAL_STATES, Job
-from matcher.priorities import groups_map
+from matcher.taskqueue_priorities import groups_map
 from shares import priorities as engine
 from shares import services as share_services
 from shares.models import GridGroup

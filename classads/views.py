@@ -3,7 +3,7 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from classads import analysis, charts, services
+from classads import charts, match_analysis, services
 from classads.ads import parse_new
 from classads.api.serializers import attributes_of
 from classads.filters import JobAdFilterSet, SiteAdFilterSet
@@ -65,7 +65,7 @@ def job_ad_detail(request, pk):
         "attributes": sorted(attributes_of(ad).items()),
         "match_attrs": sorted(job_ad.match_attrs.items()),
         "nodes": job_ad.node_jobs.select_related("job"),
-        "analysis": analysis.analyse(ad, sites),
+        "analysis": match_analysis.analyse(ad, sites),
         "can_act": may_act_on(request.user, job_ad),
         "more_sites": SiteAd.objects.count() > ANALYSIS_SITES,
     }

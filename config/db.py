@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from django.db import connection, models
+from django.db.models.deletion import get_candidate_relations_to_delete
 
 # COPY data is written in pieces of this many bytes: one write per piece, not per row.
 COPY_CHUNK = 1 << 20
@@ -263,3 +264,27 @@ def advisory_lock(key: int | str, conn=None) -> Iterator[None]:
         yield
     finally:
         advisory_unlock(key, conn)
+
+
+def plain_dependents(model: type[models.Model]) -> list[tuple[str, str, str]] | None:
+    """What deleting rows of `model` does to the rows pointing at them, from the relations
+    Django knows (so a relation added later is honoured): [(action, table, column)], action
+    "delete" or "null"; None when a dependent has dependents of its own (then Django's
+    collector does the deletion, slower but complete)."""
+    out = []
+    for rel in get_candidate_relations_to_delete(model._meta):  # hidden ones ("+") too
+        if rel.many_to_many or not rel.field.target_field.primary_key:
+            return None
+        if rel.on_delete is models.DO_NOTHING:
+            continue
+        related = rel.related_model
+        if rel.on_delete is models.SET_NULL:
+            out.append(("null", related._meta.db_table, rel.field.column))
+        elif rel.on_delete is models.CASCADE:
+            nested = get_candidate_relations_to_delete(related._meta)
+            if any(r.on_delete is not models.DO_NOTHING for r in nested):
+                return None
+            out.append(("delete", related._meta.db_table, rel.field.column))
+        else:
+            return None  # PROTECT, RESTRICT, SET_DEFAULT...: let Django decide
+    return out

@@ -1,7 +1,7 @@
 """Log lines: plain text by default, one JSON object per event when LOG_FORMAT=json.
 
 The same formatter serves Django's loggers, the cycles, and gunicorn's error and access logs
-(config/gunicorn.conf.py gives gunicorn a logger class using it), so that a log shipper
+(gridwms/gunicorn.conf.py gives gunicorn a logger class using it), so that a log shipper
 reads one format from every process of a host.
 """
 

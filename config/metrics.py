@@ -3,12 +3,13 @@
 Two kinds of figures:
 - per request, counted where they happen: request latency (RequestMetricsMiddleware), the
   match latency and its outcome (claimed / empty). Under gunicorn every worker writes them to
-  PROMETHEUS_MULTIPROC_DIR (set by config/gunicorn.conf.py) and a scrape sums the workers, so
-  one scrape of a host is the whole host;
+  PROMETHEUS_MULTIPROC_DIR (set by gridwms/gunicorn.conf.py or gridwms/webserver.py) and a
+  scrape sums the workers, so one scrape of a host is the whole host;
 - state of the installation, read from the database at scrape time (the same on every host,
-  whichever process ran the work): waiting jobs, TaskQueues, pilots by status, cycle runs and
-  their durations per kind and status over the last RECENT_HOURS (gauges: retention deletes
-  old runs), the age of each cycle's last success.
+  whichever process ran the work): here the cycle runs and their durations per kind and status
+  over the last RECENT_HOURS (gauges: retention deletes old runs) and the age of each cycle's
+  last success; each app adds its own with `register` from its AppConfig.ready() (the waiting
+  jobs and TaskQueues: matcher/metrics.py; the pilots by status: pilots/metrics.py).
 Readable by staff (token or session) and by the addresses in METRICS_ALLOWED_ADDRESSES.
 """
 
@@ -17,11 +18,12 @@ from __future__ import annotations
 import ipaddress
 import os
 import time
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.db.models import Avg, Count, Max, Sum
+from django.db.models import Avg, Count, Max
 from django.http import HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -33,7 +35,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 RECENT_HOURS = 24  # the window of the cycle-run gauges
 
@@ -90,84 +92,89 @@ class RequestMetricsMiddleware:
         return response
 
 
+Collect = Callable[[], Iterable[Metric]]
+
+# Each app's figures read from the database at scrape time, by name (registered once per name).
+COLLECTORS: dict[str, Collect] = {}
+
+
+def register(collect: Collect) -> Collect:
+    """Add an app's scrape-time figures: `collect()` yields metric families (GaugeMetricFamily)
+    read from the database. Called from the app's AppConfig.ready(); usable as a decorator."""
+    COLLECTORS[f"{collect.__module__}.{collect.__qualname__}"] = collect
+    return collect
+
+
 class DatabaseCollector:
-    """The installation's state at scrape time, from the database."""
+    """The installation's state at scrape time, from the database: every app's registered
+    figures, then the cycles'."""
 
     def collect(self):
-        from config.models import CycleRun
-        from config.schedules import SCHEDULES
-        from matcher.models import Pilot, TaskQueue, TaskQueuePriorityCount
+        for collect in COLLECTORS.values():
+            yield from collect()
+        yield from cycle_metrics()
 
-        waiting = TaskQueuePriorityCount.objects.aggregate(n=Sum("jobs"))["n"] or 0
-        yield GaugeMetricFamily(
-            "gridwms_waiting_jobs", "Jobs waiting in TaskQueues for a pilot.", value=waiting
-        )
-        yield GaugeMetricFamily(
-            "gridwms_taskqueues",
-            "TaskQueues (groups of identical requirements).",
-            value=TaskQueue.objects.count(),
-        )
-        pilots = GaugeMetricFamily("gridwms_pilots", "Pilots by status.", labels=["status"])
-        for status, n in Pilot.objects.values_list("status").annotate(n=Count("id")).order_by():
-            pilots.add_metric([status], n)
-        yield pilots
 
-        # Gauges over a window, not counters: the retention cycle deletes old CycleRun rows, so
-        # a count of all rows would go down, which Prometheus reads as a counter reset.
-        from config import clock
+def cycle_metrics() -> Iterable[Metric]:
+    """The cycle runs of the last RECENT_HOURS and the age of each cycle's last success."""
+    from config import clock
+    from config.models import CycleRun
+    from config.schedules import SCHEDULES
 
-        now = clock.now()
-        window = f"in the last {RECENT_HOURS} hours"
-        runs = GaugeMetricFamily(
-            "gridwms_cycle_runs_recent",
-            f"Cycle runs started {window}, by kind and status.",
-            labels=["kind", "status"],
-        )
-        mean = GaugeMetricFamily(
-            "gridwms_cycle_recent_mean_duration_seconds",
-            f"Mean duration (real seconds) of cycle runs started {window} and finished.",
-            labels=["kind", "status"],
-        )
-        longest = GaugeMetricFamily(
-            "gridwms_cycle_recent_max_duration_seconds",
-            f"Longest duration (real seconds) of cycle runs started {window} and finished.",
-            labels=["kind", "status"],
-        )
-        rows = (
-            CycleRun.objects.filter(started__gte=now - timedelta(hours=RECENT_HOURS))
-            .values_list("kind", "status")
-            .annotate(n=Count("id"), avg=Avg("real_seconds"), top=Max("real_seconds"))
-            .order_by()
-        )
-        for kind, status, n, avg, top in rows:
-            runs.add_metric([kind, status], n)
-            if avg is not None:
-                mean.add_metric([kind, status], avg)
-                longest.add_metric([kind, status], top)
-        yield runs
-        yield mean
-        yield longest
+    # Gauges over a window, not counters: the retention cycle deletes old CycleRun rows, so
+    # a count of all rows would go down, which Prometheus reads as a counter reset.
+    now = clock.now()
+    window = f"in the last {RECENT_HOURS} hours"
+    runs = GaugeMetricFamily(
+        "gridwms_cycle_runs_recent",
+        f"Cycle runs started {window}, by kind and status.",
+        labels=["kind", "status"],
+    )
+    mean = GaugeMetricFamily(
+        "gridwms_cycle_recent_mean_duration_seconds",
+        f"Mean duration (real seconds) of cycle runs started {window} and finished.",
+        labels=["kind", "status"],
+    )
+    longest = GaugeMetricFamily(
+        "gridwms_cycle_recent_max_duration_seconds",
+        f"Longest duration (real seconds) of cycle runs started {window} and finished.",
+        labels=["kind", "status"],
+    )
+    rows = (
+        CycleRun.objects.filter(started__gte=now - timedelta(hours=RECENT_HOURS))
+        .values_list("kind", "status")
+        .annotate(n=Count("id"), avg=Avg("real_seconds"), top=Max("real_seconds"))
+        .order_by()
+    )
+    for kind, status, n, avg, top in rows:
+        runs.add_metric([kind, status], n)
+        if avg is not None:
+            mean.add_metric([kind, status], avg)
+            longest.add_metric([kind, status], top)
+    yield runs
+    yield mean
+    yield longest
 
-        age = GaugeMetricFamily(
-            "gridwms_cycle_last_success_age_seconds",
-            "Seconds since each scheduled cycle last succeeded (absent: never).",
-            labels=["kind"],
-        )
-        interval = GaugeMetricFamily(
-            "gridwms_cycle_interval_seconds", "Each cycle's schedule.", labels=["kind"]
-        )
-        last = dict(
-            CycleRun.objects.filter(status=CycleRun.Status.SUCCESS)
-            .values_list("kind")
-            .annotate(at=Max("finished"))
-            .order_by()
-        )
-        for kind, minutes in SCHEDULES.items():
-            interval.add_metric([kind], minutes * 60)
-            if last.get(kind):
-                age.add_metric([kind], (now - last[kind]).total_seconds())
-        yield age
-        yield interval
+    age = GaugeMetricFamily(
+        "gridwms_cycle_last_success_age_seconds",
+        "Seconds since each scheduled cycle last succeeded (absent: never).",
+        labels=["kind"],
+    )
+    interval = GaugeMetricFamily(
+        "gridwms_cycle_interval_seconds", "Each cycle's schedule.", labels=["kind"]
+    )
+    last = dict(
+        CycleRun.objects.filter(status=CycleRun.Status.SUCCESS)
+        .values_list("kind")
+        .annotate(at=Max("finished"))
+        .order_by()
+    )
+    for kind, minutes in SCHEDULES.items():
+        interval.add_metric([kind], minutes * 60)
+        if last.get(kind):
+            age.add_metric([kind], (now - last[kind]).total_seconds())
+    yield age
+    yield interval
 
 
 def process_registry() -> CollectorRegistry:

@@ -6,7 +6,17 @@ class MatcherConfig(AppConfig):
     verbose_name = "Jobs, TaskQueues and matching"
 
     def ready(self) -> None:
-        from matcher import changelog, health, params, pilots, priorities, services  # noqa: F401
+        from matcher import (  # noqa: F401  (each registers itself)
+            changelog,
+            health,
+            params,
+            services,
+            taskqueue_priorities,
+        )
         from matcher.share_sources import register
 
         register()  # the waiting work and TaskQueues the Shares page shows
+        from config import metrics
+        from matcher.metrics import collect
+
+        metrics.register(collect)  # the waiting jobs and TaskQueues on /metrics

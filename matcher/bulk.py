@@ -2,8 +2,9 @@
 
 Jobs are generated from a few dozen requirement templates (so that they fall into a realistic
 number of TaskQueues), then written batch by batch, each batch one transaction holding the
-jobs, their TaskQueue memberships and their first status-history row: a load stopped mid-way
-leaves only whole jobs. SQLite gets executemany, its writes serialised. PostgreSQL gets COPY
+jobs, their TaskQueue memberships and their first status-history row, written by the job
+lifecycle's service (matcher.services.create_jobs): a load stopped mid-way leaves only whole
+jobs. SQLite gets executemany, its writes serialised. PostgreSQL gets COPY
 text made here, and two connections writing batches at once while this thread prepares the
 next one: most of the database's work (foreign-key checks at commit, index updates) runs on
 one core per connection. The tables are analysed at the end.
@@ -25,52 +26,21 @@ from django.db import connection, transaction
 
 from config import clock, db, gdpconfig
 from matcher import feasibility, taskqueues
-from matcher.match import ce_resources
-from matcher.models import (
-    ComputingElement,
-    Job,
-    JobStatus,
-    JobStatusHistory,
-    Site,
-    TaskQueue,
-    TaskQueueJob,
-)
-from matcher.services import add_to_counts, taskqueues_for
+from matcher.dispatcher import ce_resources
+from matcher.lifecycle import ACTIVATED, NEW
+from matcher.models import ComputingElement, Site
+from matcher.services import enqueue, moves, submission
 from shares.models import User
 
-JOB_COLUMNS = [
-    "id",
-    "owner_id",
-    "owner_group_id",
-    "name",
-    "setup",
-    "cpu_time",
-    "sites",
-    "banned_sites",
-    "grid_ces",
-    "platforms",
-    "submit_pools",
-    "pilot_types",
-    "grid_middlewares",
-    "tags",
-    "user_priority",
-    "status",
-    "status_reason",
-    "task_queue_id",
-    "site",
-    "jdl",
-    "reschedule_count",
-    "created",
-    "status_changed",
-]
-MEMBER_COLUMNS = ["job_id", "task_queue_id", "user_priority"]
-HISTORY_COLUMNS = ["job_id", "at", "from_status", "to_status", "reason"]
+JOB_COLUMNS = list(submission.NEW_JOB_COLUMNS)
+MEMBER_COLUMNS = list(enqueue.MEMBER_COLUMNS)
+HISTORY_COLUMNS = list(moves.HISTORY_COLUMNS)
 
 PLATFORMS = ["x86_64-el9", "x86_64-centos7", "aarch64-el9"]
 TAGS = ["MultiProcessor", "4Processors", "8Processors", "16GB", "GPU"]
 JOB_KINDS = ["mc-sim", "reco", "stripping", "user-ana", "merge", "test"]
 PRIORITIES = (1, 1, 1, 2, 3, 5, 8)
-WAITING = "waiting in TaskQueue"
+WAITING = submission.WAITING  # an activated job's status reason
 JSON_FIELDS = taskqueues.MULTI_VALUED_FIELDS
 LOAD_WORKERS = 2
 
@@ -161,7 +131,7 @@ def _requirements(rng: random.Random, sites, ces, pools) -> dict:
 @dataclass
 class _Batch:
     """One batch's drawn values, column by column (TaskQueue ids, templates, CPU times,
-    priorities), and the time it was drawn. Job ids are reserved apart (db.reserve_ids)."""
+    priorities), and the time it was drawn. Job ids are reserved apart (moves.reserve_job_ids)."""
 
     tqs: list[int]
     templates: list[int]
@@ -216,7 +186,7 @@ def _copy_text(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[st
         mids.append(f"\t{setup}\t")
         lists.append("\t" + "\t".join(json_lists) + "\t")
     now = b.now.isoformat()
-    act = JobStatus.ACTIVATED.value
+    act = ACTIVATED
     tail = f"\t{act}\t{WAITING}\t"
     end = f"\t\t\t0\t{now}\t{now}\n"
     rows = list(zip(ids, b.templates, b.cpu, b.prio, b.tqs, strict=True))
@@ -231,7 +201,7 @@ def _copy_text(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[st
 def _rows(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[list, list, list]:
     """The batch as parameter tuples (SQLite), in the order of the *_COLUMNS."""
     fields = [_job_fields(t) for t in templates]
-    act, now = JobStatus.ACTIVATED.value, b.now
+    act, now = ACTIVATED, b.now
     rows = list(zip(ids, b.templates, b.cpu, b.prio, b.tqs, strict=True))
     jobs = []
     for i, t, c, p, q in rows:
@@ -241,13 +211,8 @@ def _rows(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[list, l
             (i, owner, group, name, setup, c, *lists, p, act, WAITING, q, "", "", 0, now, now)
         )
     members = [(i, q, p) for i, _, _, p, q in rows]
-    history = [(i, now, "", act, f"loaded; joined TaskQueue {q}") for i, *_, q in rows]
+    history = [(i, now, NEW, act, f"loaded; joined TaskQueue {q}") for i, *_, q in rows]
     return jobs, members, history
-
-
-# The three tables a batch writes, in order (jobs first: the others refer to them).
-TABLES = (Job._meta.db_table, TaskQueueJob._meta.db_table, JobStatusHistory._meta.db_table)
-COLUMNS = (JOB_COLUMNS, MEMBER_COLUMNS, HISTORY_COLUMNS)
 
 
 @dataclass
@@ -262,25 +227,24 @@ class _Prepared:
 def _prepare(batch: _Batch, templates: list[Template]) -> _Prepared:
     if connection.vendor != "postgresql":
         return _Prepared(batch)
-    ids = db.reserve_ids(Job, len(batch.tqs))
+    ids = moves.reserve_job_ids(len(batch.tqs))
     return _Prepared(batch, [text.encode() for text in _copy_text(ids, batch, templates)])
 
 
 def _write(prepared: _Prepared, templates: list[Template]) -> int:
-    """One batch in one transaction: the jobs, their memberships, their history rows and the
-    TaskQueues' per-priority counts (last, so that concurrent writers hold those rows only for
-    the moment of their commit)."""
+    """One batch in one transaction, through the lifecycle's bulk path (moves.create_jobs):
+    the jobs, their memberships, their history rows and the TaskQueues' per-priority counts
+    (last, so that concurrent writers hold those rows only for the moment of their commit)."""
     batch = prepared.batch
+    counts = Counter(zip(batch.tqs, batch.prio, strict=True))
     with transaction.atomic(), connection.cursor() as cur:
         if prepared.copy_data is not None:
-            for table, cols, data in zip(TABLES, COLUMNS, prepared.copy_data, strict=True):
-                db.copy_in(cur, table, cols, data)
+            jobs, members, history = prepared.copy_data
         else:
-            ids = db.reserve_ids(Job, len(batch.tqs), cur)
-            rows = _rows(ids, batch, templates)
-            for table, cols, table_rows in zip(TABLES, COLUMNS, rows, strict=True):
-                db.insert_many(cur, table, cols, table_rows)
-        add_to_counts(Counter(zip(batch.tqs, batch.prio, strict=True)))
+            ids = moves.reserve_job_ids(len(batch.tqs), cur)
+            jobs, members, history = _rows(ids, batch, templates)
+        new = moves.NewJobs(ACTIVATED, JOB_COLUMNS, jobs, members, history, counts)
+        moves.create_jobs(new, by=moves.SUBMISSION, cursor=cur)
     return len(batch.tqs)
 
 
@@ -338,7 +302,7 @@ def load_jobs(
             for seg in segments
         ]
         # tq_of[template index * len(segments) + segment index]
-        tq_of = [tq.pk for tq in taskqueues_for(defs)]
+        tq_of = [tq.pk for tq in enqueue.taskqueues_for(defs)]
     used_tqs: set[int] = set()
 
     def batches():
@@ -372,12 +336,6 @@ def load_jobs(
                 if progress:
                     progress(done, n)
     # Template TaskQueues that drew no job would stay empty: drop them.
-    from matcher.services import drop_empty_taskqueues
-
-    drop_empty_taskqueues(set(tq_of) - used_tqs)
-    if connection.vendor == "postgresql":
-        # Fresh statistics at once, not whenever autovacuum gets to it (if it runs at all):
-        # planned for an empty table, the job lists would scan a million rows.
-        with connection.cursor() as cur:
-            cur.execute(f"ANALYZE {', '.join(TABLES)}, {TaskQueue._meta.db_table}")
+    enqueue.drop_empty_taskqueues(set(tq_of) - used_tqs)
+    moves.analyse_job_tables()
     return LoadResult(jobs=n, taskqueues=len(used_tqs), seconds=time.perf_counter() - started)

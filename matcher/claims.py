@@ -33,10 +33,12 @@ from matcher.models import (
     Job,
     JobStatus,
     JobStatusHistory,
+    TaskQueue,
     TaskQueueJob,
     TaskQueuePriorityCount,
 )
 from matcher.services import add_to_counts
+from shares.models import GridGroup, User
 
 CANDIDATE_JOBS = 10  # the seed's "get the first ten and order them in random order"
 USER_PRIORITIES = 11  # UserPriority 0..10 (the jobs' check constraint): one uniform each
@@ -99,6 +101,17 @@ def _claim(
     return _claim_orm(tq_id, priority, rng, fields)
 
 
+# The tables the claim statements name, from the models.
+TABLES = {
+    "jobs": Job._meta.db_table,
+    "history": JobStatusHistory._meta.db_table,
+    "taskqueues": TaskQueue._meta.db_table,
+    "members": TaskQueueJob._meta.db_table,
+    "counts": TaskQueuePriorityCount._meta.db_table,
+    "users": User._meta.db_table,
+    "groups": GridGroup._meta.db_table,
+}
+
 _JOB_COLUMNS = [
     "id",
     "name",
@@ -123,37 +136,37 @@ _CLAIM_SQL = """
 WITH ten AS (
     SELECT job_id, row_number() OVER (ORDER BY job_id) - 1 AS rn, count(*) OVER () AS n
     FROM (
-        SELECT job_id FROM matcher_taskqueuejob
+        SELECT job_id FROM {members}
         WHERE task_queue_id = %(tq)s AND user_priority = %(prio)s ORDER BY job_id LIMIT {limit}
     ) lowest
 ), pick AS (
-    SELECT m.job_id FROM matcher_taskqueueprioritycount c, ten
-    JOIN matcher_taskqueuejob m ON m.job_id = ten.job_id JOIN matcher_job j ON j.id = m.job_id
+    SELECT m.job_id FROM {counts} c, ten
+    JOIN {members} m ON m.job_id = ten.job_id JOIN {jobs} j ON j.id = m.job_id
     WHERE c.task_queue_id = %(tq)s AND c.user_priority = %(prio)s
     ORDER BY (ten.rn + ten.n - %(r)s %% ten.n) %% ten.n
     LIMIT 1 FOR UPDATE OF c, m, j SKIP LOCKED
 ), del AS (
-    DELETE FROM matcher_taskqueuejob m USING pick WHERE m.job_id = pick.job_id
+    DELETE FROM {members} m USING pick WHERE m.job_id = pick.job_id
     RETURNING m.job_id
 ), cnt AS (
-    UPDATE matcher_taskqueueprioritycount SET jobs = jobs - 1
+    UPDATE {counts} SET jobs = jobs - 1
     WHERE task_queue_id = %(tq)s AND user_priority = %(prio)s AND EXISTS (SELECT 1 FROM del)
 ), upd AS (
-    UPDATE matcher_job j SET status = 'sent', status_reason = %(reason)s,
+    UPDATE {jobs} j SET status = 'sent', status_reason = %(reason)s,
         status_changed = %(now)s, site = %(site)s, grid_ce = %(grid_ce)s,
         pilot_reference = %(pilot_reference)s, pilot_id = %(pilot_id)s
     FROM del WHERE j.id = del.job_id AND j.status = 'activated'
     RETURNING j.*
 ), hist AS (
-    INSERT INTO matcher_jobstatushistory (job_id, at, from_status, to_status, reason)
+    INSERT INTO {history} (job_id, at, from_status, to_status, reason)
     SELECT id, %(now)s, 'activated', 'sent', %(reason)s FROM upd
 )
 SELECT (SELECT count(*) FROM del), {columns}, u.username, u.dn, g.name
 FROM (SELECT 1) one
 LEFT JOIN upd ON true
-LEFT JOIN shares_user u ON u.id = upd.owner_id
-LEFT JOIN shares_gridgroup g ON g.id = upd.owner_group_id
-""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS))
+LEFT JOIN {users} u ON u.id = upd.owner_id
+LEFT JOIN {groups} g ON g.id = upd.owner_group_id
+""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS), **TABLES)
 
 
 def _matched(row) -> MatchedJob:
@@ -279,10 +292,10 @@ class Claimed:
 
 
 _ALLOWED_SQL = (
-    "SELECT EXISTS (SELECT 1 FROM matcher_taskqueue t "
-    "JOIN shares_gridgroup g ON g.id = t.owner_group_id "
+    "SELECT EXISTS (SELECT 1 FROM {taskqueues} t "
+    "JOIN {groups} g ON g.id = t.owner_group_id "
     "WHERE t.id = %s AND (t.owner_id = %s OR g.job_sharing))"
-)
+).format(**TABLES)
 
 # The claim statement with the draw in front: `lv` the TaskQueue's counts, `win` the priority
 # whose key is smallest (the keys of races.winning_user_priority, with the uniforms passed in,
@@ -290,7 +303,7 @@ _ALLOWED_SQL = (
 # then the claim of _CLAIM_SQL at that priority. It returns the claim's outcome with the counts.
 _DRAWN_CLAIM_SQL = """
 WITH lv AS (
-    SELECT user_priority AS p, jobs AS n FROM matcher_taskqueueprioritycount
+    SELECT user_priority AS p, jobs AS n FROM {counts}
     WHERE task_queue_id = %(tq)s AND jobs > 0
 ), win AS (
     SELECT p FROM lv ORDER BY (CASE WHEN %(dirac)s
@@ -301,38 +314,38 @@ WITH lv AS (
     END), p LIMIT 1
 ), ok AS (
     SELECT %(owner)s::bigint IS NULL OR EXISTS (
-        SELECT 1 FROM matcher_taskqueue t JOIN shares_gridgroup g ON g.id = t.owner_group_id
+        SELECT 1 FROM {taskqueues} t JOIN {groups} g ON g.id = t.owner_group_id
         WHERE t.id = %(tq)s AND (t.owner_id = %(owner)s::bigint OR g.job_sharing)
     ) AS allowed
 ), ten AS (
     SELECT job_id, row_number() OVER (ORDER BY job_id) - 1 AS rn, count(*) OVER () AS n
     FROM (
-        SELECT job_id FROM matcher_taskqueuejob
+        SELECT job_id FROM {members}
         WHERE task_queue_id = %(tq)s AND user_priority = (SELECT p FROM win)
           AND (SELECT allowed FROM ok)
         ORDER BY job_id LIMIT {limit}
     ) lowest
 ), pick AS (
-    SELECT m.job_id FROM matcher_taskqueueprioritycount c, ten
-    JOIN matcher_taskqueuejob m ON m.job_id = ten.job_id JOIN matcher_job j ON j.id = m.job_id
+    SELECT m.job_id FROM {counts} c, ten
+    JOIN {members} m ON m.job_id = ten.job_id JOIN {jobs} j ON j.id = m.job_id
     WHERE c.task_queue_id = %(tq)s AND c.user_priority = (SELECT p FROM win)
     ORDER BY (ten.rn + ten.n - %(r)s %% ten.n) %% ten.n
     LIMIT 1 FOR UPDATE OF c, m, j SKIP LOCKED
 ), del AS (
-    DELETE FROM matcher_taskqueuejob m USING pick WHERE m.job_id = pick.job_id
+    DELETE FROM {members} m USING pick WHERE m.job_id = pick.job_id
     RETURNING m.job_id
 ), cnt AS (
-    UPDATE matcher_taskqueueprioritycount SET jobs = jobs - 1
+    UPDATE {counts} SET jobs = jobs - 1
     WHERE task_queue_id = %(tq)s AND user_priority = (SELECT p FROM win)
       AND EXISTS (SELECT 1 FROM del)
 ), upd AS (
-    UPDATE matcher_job j SET status = 'sent', status_reason = %(reason)s,
+    UPDATE {jobs} j SET status = 'sent', status_reason = %(reason)s,
         status_changed = %(now)s, site = %(site)s, grid_ce = %(grid_ce)s,
         pilot_reference = %(pilot_reference)s, pilot_id = %(pilot_id)s
     FROM del WHERE j.id = del.job_id AND j.status = 'activated'
     RETURNING j.*
 ), hist AS (
-    INSERT INTO matcher_jobstatushistory (job_id, at, from_status, to_status, reason)
+    INSERT INTO {history} (job_id, at, from_status, to_status, reason)
     SELECT id, %(now)s, 'activated', 'sent', %(reason)s FROM upd
 )
 SELECT (SELECT count(*) FROM del), (SELECT p FROM win), (SELECT allowed FROM ok),
@@ -340,9 +353,9 @@ SELECT (SELECT count(*) FROM del), (SELECT p FROM win), (SELECT allowed FROM ok)
     {columns}, u.username, u.dn, g.name
 FROM (SELECT 1) one
 LEFT JOIN upd ON true
-LEFT JOIN shares_user u ON u.id = upd.owner_id
-LEFT JOIN shares_gridgroup g ON g.id = upd.owner_group_id
-""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS))
+LEFT JOIN {users} u ON u.id = upd.owner_id
+LEFT JOIN {groups} g ON g.id = upd.owner_group_id
+""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS), **TABLES)
 
 
 def _claim_fields(resource, pilot_reference: str, pilot_id: int | None = None) -> dict:

@@ -12,11 +12,11 @@ from config import clock
 from config.models import CycleRun
 from matcher import charts
 from matcher.models import JobStateSample, JobStatusHistory
-from matcher.pilots import pilot_summary
 from shares import charts as share_charts
 from shares import overview as share_overview
 
 PANELS: list[Callable[[object], dict | None]] = []
+CHARTS: dict[str, Callable[[], str]] = {}
 HOURS = 24
 
 
@@ -25,6 +25,17 @@ def register_panel(fn: Callable[[object], dict | None]):
     "order" (lower first, default 100) and "alert" (drawn as one)."""
     PANELS.append(fn)
     return fn
+
+
+def register_chart(name: str):
+    """fn() -> a chart's HTML ("" for none), shown in the home page's slot `name` (the pilots
+    app's pilots_chart)."""
+
+    def add(fn: Callable[[], str]) -> Callable[[], str]:
+        CHARTS[name] = fn
+        return fn
+
+    return add
 
 
 def state_history(hours: int = HOURS) -> dict[str, tuple[list, list]]:
@@ -55,14 +66,13 @@ def recent_timeouts(user, limit: int = 10) -> list[JobStatusHistory]:
 
 def figures(user) -> dict:
     history = state_history()
-    pilots = pilot_summary()
     shares = share_overview.share_history(hours=HOURS)
     return {
         "states_chart": charts.to_html(charts.states_over_time_figure(history)) if history else "",
         "shares_chart": charts.to_html(share_charts.share_figure(shares))
         if shares["achieved"]
         else "",
-        "pilots_chart": charts.to_html(charts.pilots_per_site_figure(pilots)) if pilots else "",
+        **{name: fn() for name, fn in CHARTS.items()},
         "cycle_runs": last_cycle_runs(),
         "timeouts": recent_timeouts(user),
         "panels": sorted(

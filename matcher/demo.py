@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable
 
 from django.db import transaction
 from rest_framework.authtoken.models import Token
@@ -93,6 +93,16 @@ def _user(username: str, groups: dict[str, GridGroup], names: list[str], **extra
     return user
 
 
+# What apps above the matcher add to the demo world (the pilots app: pilot credentials), each a
+# function of the world's users, run inside create_world's transaction.
+WORLD_STEPS: list[Callable[[list], None]] = []
+
+
+def register_world_step(fn: Callable[[list], None]) -> Callable[[list], None]:
+    WORLD_STEPS.append(fn)
+    return fn
+
+
 @transaction.atomic
 def create_world() -> dict:
     """Sites, CEs, groups, users and the admin; safe to run again (nothing is duplicated)."""
@@ -130,18 +140,8 @@ def create_world() -> dict:
         is_superuser=True,
         password=ADMIN_PASSWORD,
     )
-    # Pilot credentials for every identity that owns jobs, the admin's too, a month long (the
-    # simulated grid renews them, as a VO's proxy renewal would).
-    from config import clock
-    from matcher.models import Credential
-
-    for user in [*users, admin]:
-        for group in user.grid_groups.all():
-            Credential.objects.get_or_create(
-                dn=user.dn,
-                group=group,
-                defaults={"expires": clock.now() + timedelta(days=CREDENTIAL_DAYS)},
-            )
+    for step in WORLD_STEPS:  # the pilots app: credentials for every identity
+        step([*users, admin])
     return {"sites": len(SITES), "groups": len(groups), "users": len(users) + 1, "admin": admin}
 
 
@@ -167,28 +167,3 @@ def example_job() -> int:
 
 def world_is_empty() -> bool:
     return not Site.objects.exists() and not Job.objects.exists()
-
-
-def first_pilots(seed: int = 2026) -> int:
-    """A first director cycle, and the simulated CEs' first steps with it (pilots scheduled,
-    then running and matching jobs), so that the demo opens on a grid at work: pilots running
-    jobs, usage sampled and priorities corrected. Returns the number of jobs started."""
-    import random
-
-    from config import clock, gdpconfig
-    from config.cycles import run_cycle
-    from config.models import ParameterValue
-    from matcher import pilots  # noqa: F401  (registers the director's cycles)
-    from matcher.models import Job, JobStatus, Pilot
-
-    for name, value in DEMO_PARAMETERS.items():
-        if not ParameterValue.objects.filter(name=name).exists():
-            gdpconfig.set_value(name, value, comment="the demo world's setting")
-    rng = random.Random(seed)
-    run_cycle("director", rng=rng)
-    for _ in range(2):  # Submitted -> Scheduled -> Running, without waiting for the CE
-        Pilot.objects.filter(grid_type="Simulated").update(next_event=clock.now())
-        run_cycle("pilot_status", rng=rng)
-    run_cycle("usage_sampling")
-    run_cycle("priorities")
-    return Job.objects.filter(status=JobStatus.RUNNING).count()

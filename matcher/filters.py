@@ -7,7 +7,7 @@ from django import forms
 from django.db.models import Q
 
 from config.filters import InstantFilter, StrictFilterSet
-from matcher.models import Job, JobStatus, Pilot, PilotStatus, TaskQueue
+from matcher.models import Job, JobStatus, TaskQueue
 
 
 def _listed(field: str, value: str) -> Q:
@@ -92,15 +92,3 @@ class TaskQueueFilterSet(StrictFilterSet):
         return queryset.filter(Q(sites=[]) | _listed("sites", value)).exclude(
             _listed("banned_sites", value)
         )
-
-
-class PilotFilterSet(StrictFilterSet):
-    status = django_filters.MultipleChoiceFilter(choices=PilotStatus.choices, distinct=False)
-    site = django_filters.CharFilter()
-    ce = django_filters.CharFilter(label="CE")
-    task_queue = IdFilter(field_name="task_queue_id", label="TaskQueue")
-    submit_pool = django_filters.CharFilter()
-
-    class Meta:
-        model = Pilot
-        fields = ["status", "site", "ce", "task_queue", "submit_pool"]

@@ -207,9 +207,9 @@ def _mark(groups, since) -> None:
 
 
 def _recompute_now(groups) -> None:
-    from matcher import priorities
+    from matcher import taskqueue_priorities
 
-    priorities.recompute_priorities(groups)
+    taskqueue_priorities.recompute_priorities(groups)
 
 
 def take_marks(older_than: float | None) -> list[int]:
@@ -236,13 +236,14 @@ def take_marks(older_than: float | None) -> list[int]:
 
 def recompute_due() -> list[int]:
     """Recompute the groups whose marks are RECOMPUTE_DELAY old. The priorities cycle may run
-    meanwhile: both lock the TaskQueue rows in one order (priorities._write_priorities)."""
-    from matcher import priorities
+    meanwhile: both lock the TaskQueue rows in one order
+    (taskqueue_priorities._write_priorities)."""
+    from matcher import taskqueue_priorities
 
     groups = take_marks(RECOMPUTE_DELAY)
     if groups:
         try:
-            priorities.recompute_priorities(groups)
+            taskqueue_priorities.recompute_priorities(groups)
         except DatabaseError:
             # Put the marks back, due at once (should this fail too, the cycle takes over).
             with transaction.atomic():

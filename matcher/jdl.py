@@ -10,6 +10,8 @@ from typing import Any
 
 import classad2
 
+from matcher.taskqueues import MULTI_VALUED_FIELDS
+
 # JDL attribute (lower case) -> submission key. DIRAC accepts singular and plural forms.
 ATTRIBUTES = {
     "jobname": "name",
@@ -37,16 +39,7 @@ ATTRIBUTES = {
     "priority": "user_priority",
     "userpriority": "user_priority",
 }
-LIST_KEYS = {
-    "sites",
-    "banned_sites",
-    "grid_ces",
-    "platforms",
-    "submit_pools",
-    "pilot_types",
-    "grid_middlewares",
-    "tags",
-}
+LIST_KEYS = set(MULTI_VALUED_FIELDS)
 
 
 class JDLError(ValueError):

@@ -136,7 +136,7 @@ MOVES: tuple[Move, ...] = (
     ),
     # matcher.claims: a pilot claims it.
     _move("claim", {ACTIVATED}, {SENT}),
-    # matcher.pilots.report_job.
+    # pilots.services.report_job.
     *(_move("pilot report", {s}, to) for s, to in PILOT_REPORTS.items()),
     # matcher.services.kill_job (lifecycle.JOB_ACTIONS["kill"]).
     _move("kill", LIVE_STATES, {CANCELLED}),

@@ -69,7 +69,28 @@ class JobStatus(models.TextChoices):
     CLOSED = "closed"
 
 
-class Job(models.Model):
+class Requirements(models.Model):
+    """The eight multi-valued requirements a job states and its TaskQueue shares
+    (matcher.taskqueues.MULTI_VALUED_FIELDS): canonical sorted lists, empty meaning "no
+    restriction"."""
+
+    sites = models.JSONField(default=list, blank=True)
+    banned_sites = models.JSONField(default=list, blank=True)
+    grid_ces = models.JSONField("Grid CEs", default=list, blank=True)
+    platforms = models.JSONField(default=list, blank=True)
+    submit_pools = models.JSONField(default=list, blank=True)
+    pilot_types = models.JSONField(default=list, blank=True)
+    grid_middlewares = models.JSONField(default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def requirements(self) -> dict:
+        return {f: getattr(self, f) for f in MULTI_VALUED_FIELDS}
+
+
+class Job(Requirements):
     # Indexed by the composite (owner, -id) and (owner_group, -id) indexes below.
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs", db_index=False
@@ -80,14 +101,6 @@ class Job(models.Model):
     name = models.CharField(max_length=128, blank=True)
     setup = models.CharField(max_length=64)
     cpu_time = models.PositiveIntegerField("CPU time (s)")
-    sites = models.JSONField(default=list, blank=True)
-    banned_sites = models.JSONField(default=list, blank=True)
-    grid_ces = models.JSONField("Grid CEs", default=list, blank=True)
-    platforms = models.JSONField(default=list, blank=True)
-    submit_pools = models.JSONField(default=list, blank=True)
-    pilot_types = models.JSONField(default=list, blank=True)
-    grid_middlewares = models.JSONField(default=list, blank=True)
-    tags = models.JSONField(default=list, blank=True)
     user_priority = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(0), MaxValueValidator(10)]
     )
@@ -114,7 +127,7 @@ class Job(models.Model):
     # The pilot that claimed it, set by the claim itself: only that pilot's credential reports
     # on the job. No database constraint: the retention cycle deletes old pilots, never jobs.
     pilot = models.ForeignKey(
-        "Pilot",
+        "pilots.Pilot",
         null=True,
         blank=True,
         on_delete=models.DO_NOTHING,
@@ -156,9 +169,6 @@ class Job(models.Model):
     def is_final(self) -> bool:
         return self.status in FINAL_STATES
 
-    def requirements(self) -> dict:
-        return {f: getattr(self, f) for f in MULTI_VALUED_FIELDS}
-
 
 class JobStatusHistory(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="history", db_index=False)
@@ -176,7 +186,7 @@ class JobStatusHistory(models.Model):
         return f"{self.job_id}: {self.from_status or '∅'} → {self.to_status}"
 
 
-class TaskQueue(models.Model):
+class TaskQueue(Requirements):
     """Jobs with identical requirements, matched as one (DIRAC's tq_TaskQueues).
 
     Single-valued part: owner (DN), owner group, setup, CPU segment. Multi-valued part: the
@@ -191,14 +201,6 @@ class TaskQueue(models.Model):
     owner_group = models.ForeignKey(GridGroup, on_delete=models.PROTECT, related_name="task_queues")
     setup = models.CharField(max_length=64)
     cpu_time = models.PositiveIntegerField("CPU segment (s)")
-    sites = models.JSONField(default=list, blank=True)
-    banned_sites = models.JSONField(default=list, blank=True)
-    grid_ces = models.JSONField("Grid CEs", default=list, blank=True)
-    platforms = models.JSONField(default=list, blank=True)
-    submit_pools = models.JSONField(default=list, blank=True)
-    pilot_types = models.JSONField(default=list, blank=True)
-    grid_middlewares = models.JSONField(default=list, blank=True)
-    tags = models.JSONField(default=list, blank=True)
     priority = models.FloatField(default=1.0)
     created = models.DateTimeField()
 
@@ -218,7 +220,7 @@ class TaskQueue(models.Model):
             "setup": self.setup,
             "cpu_time": self.cpu_time,
         }
-        d.update({f: getattr(self, f) for f in MULTI_VALUED_FIELDS})
+        d.update(self.requirements())
         return d
 
 
@@ -260,138 +262,6 @@ class TaskQueuePriorityCount(models.Model):
 
     def __str__(self) -> str:
         return f"TQ {self.task_queue_id} p{self.user_priority}: {self.jobs}"
-
-
-class Credential(models.Model):
-    """A proxy the director may submit pilots with: an identity (DN) acting for a group, valid
-    until `expires`. The director needs PilotProxyMinDays left, else it skips the TaskQueue."""
-
-    dn = models.CharField("DN", max_length=255)
-    group = models.ForeignKey(GridGroup, on_delete=models.CASCADE, related_name="credentials")
-    expires = models.DateTimeField()
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["dn", "group"], name="credential_dn_group_unique")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.dn} as {self.group}"
-
-
-class PilotStatus(models.TextChoices):
-    SUBMITTED = "Submitted"
-    READY = "Ready"
-    SCHEDULED = "Scheduled"
-    WAITING = "Waiting"
-    RUNNING = "Running"
-    DONE = "Done"
-    FAILED = "Failed"
-    ABORTED = "Aborted"
-
-
-PILOT_WAITING_STATES = (
-    PilotStatus.SUBMITTED,
-    PilotStatus.READY,
-    PilotStatus.SCHEDULED,
-    PilotStatus.WAITING,
-)
-PILOT_FINAL_STATES = (PilotStatus.DONE, PilotStatus.FAILED, PilotStatus.ABORTED)
-
-
-class PilotQuerySet(models.QuerySet):
-    def visible_to(self, user):
-        """Staff see every pilot; a user those acting with its credential or for its DN. A
-        pilot's owner is a DN and a group name, not a user and a GridGroup: not the rule of
-        `shares.ownership.OwnedQuerySet`."""
-        if user.is_staff:
-            return self
-        return self.filter(Q(credential_user=user) | Q(owner_dn=user.dn or "-"))
-
-
-class Pilot(models.Model):
-    """A pilot the director submitted (DIRAC's PilotAgents table)."""
-
-    # Unique per credential (the constraint below), not globally: another credential's pilot
-    # with the same reference is another pilot.
-    reference = models.CharField(max_length=255)
-    task_queue_id = models.BigIntegerField(db_index=True)
-    owner_dn = models.CharField(max_length=255)
-    owner_group = models.CharField(max_length=64)
-    private = models.BooleanField(default=False)
-    broker = models.CharField(max_length=128, blank=True)
-    grid_type = models.CharField(max_length=32, blank=True)
-    submit_pool = models.CharField(max_length=64)
-    requirements = models.TextField(blank=True, help_text="the pilot JDL")
-    site = models.CharField(max_length=128, blank=True)
-    ce = models.CharField("CE", max_length=128, blank=True)
-    status = models.CharField(max_length=16, choices=PilotStatus.choices)
-    submitted = models.DateTimeField()
-    status_changed = models.DateTimeField()
-    # The simulated CE's schedule: when the pilot's next transition is due.
-    next_event = models.DateTimeField(null=True, blank=True)
-    director_run = models.BigIntegerField(null=True, blank=True, help_text="CycleRun id")
-    # The API identity the pilot acts with (the generic pilot user, or the private owner).
-    credential_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    jobs_done = models.PositiveIntegerField(default=0)
-
-    objects = PilotQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["-submitted", "-id"]
-        indexes = [
-            models.Index(fields=["task_queue_id", "status", "submitted"], name="pilot_tq_status"),
-            models.Index(fields=["status", "next_event"], name="pilot_status_next"),
-        ]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["credential_user", "reference"], name="pilot_credential_reference_unique"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return self.reference
-
-
-class PilotStatusHistory(models.Model):
-    pilot = models.ForeignKey(Pilot, on_delete=models.CASCADE, related_name="history")
-    at = models.DateTimeField()
-    from_status = models.CharField(max_length=16, blank=True)
-    to_status = models.CharField(max_length=16)
-    reason = models.CharField(max_length=255, blank=True)
-
-    class Meta:
-        ordering = ["at", "id"]
-
-    def __str__(self) -> str:
-        return f"{self.pilot_id}: {self.from_status} → {self.to_status}"
-
-
-class DirectorDecision(models.Model):
-    """What the director decided for one TaskQueue in one cycle, and why."""
-
-    cycle_run = models.BigIntegerField(db_index=True)
-    at = models.DateTimeField()
-    task_queue_id = models.BigIntegerField()
-    priority = models.FloatField()
-    jobs = models.IntegerField()
-    cpu_time = models.IntegerField()
-    lam = models.FloatField("λ")
-    drawn = models.IntegerField()
-    cap = models.IntegerField()
-    waiting_pilots = models.IntegerField()
-    submitted = models.IntegerField(default=0)
-    submit_pool = models.CharField(max_length=64, blank=True)
-    private = models.BooleanField(default=False)
-    skipped = models.CharField(max_length=255, blank=True)
-
-    class Meta:
-        ordering = ["-cycle_run", "-submitted", "task_queue_id"]
-
-    def __str__(self) -> str:
-        return f"run {self.cycle_run} TQ {self.task_queue_id}: {self.submitted}"
 
 
 class JobStateSample(models.Model):

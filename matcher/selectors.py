@@ -1,5 +1,7 @@
 """Read-side queries shared by pages and API (no writes here)."""
 
+from collections.abc import Callable
+
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
@@ -41,12 +43,12 @@ def jobs_by_status(queryset=None) -> dict[str, int]:
 def feasibility_context():
     """The active CEs and live parameters the submission warnings compare jobs with."""
     from config import gdpconfig
-    from matcher import feasibility, match
+    from matcher import dispatcher, feasibility
 
     backends = gdpconfig.get("SubmitPoolBackends")
     pools = set(gdpconfig.get("SubmitPools")) & set(backends)
     return feasibility.Context(
-        ces=[res for _site, _ce, res in match.ce_resources()],
+        ces=[res for _site, _ce, res in dispatcher.ce_resources()],
         submit_pools=frozenset(pools),
         default_setup=gdpconfig.get("DefaultSetup"),
         external_pools=frozenset(p for p in pools if backends[p] == "external"),
@@ -72,4 +74,39 @@ def job_warnings(jobs, ctx=None) -> dict[int, list[str]]:
             segment = cpu_segment(job.cpu_time, segments)
             seen[key] = feasibility.warnings(job.setup, job.cpu_time, segment, req, ctx)
         out[job.pk] = seen[key]
+    return out
+
+
+# What apps above the matcher know of a job or a TaskQueue (the pilots app: the job's pilot, the
+# pilots sent for a TaskQueue and the director's decisions), added to its page by registering a
+# function, so that the matcher imports none of them.
+JOB_FACTS: list[Callable[[object, Job], dict]] = []
+TASKQUEUE_FACTS: list[Callable[[object, int, bool], dict]] = []
+
+
+def register_job_facts(fn: Callable[[object, Job], dict]) -> Callable[[object, Job], dict]:
+    """fn(user, job) -> context for the job's page."""
+    JOB_FACTS.append(fn)
+    return fn
+
+
+def register_taskqueue_facts(
+    fn: Callable[[object, int, bool], dict],
+) -> Callable[[object, int, bool], dict]:
+    """fn(user, tq_id, past) -> context for the TaskQueue's page (past: it was removed); a true
+    "refers" says something still refers to that id."""
+    TASKQUEUE_FACTS.append(fn)
+    return fn
+
+
+def facts_about_job(user, job: Job) -> dict:
+    return {k: v for fn in JOB_FACTS for k, v in fn(user, job).items()}
+
+
+def facts_about_taskqueue(user, tq_id: int, past: bool) -> dict:
+    out: dict = {}
+    for fn in TASKQUEUE_FACTS:
+        facts = fn(user, tq_id, past)
+        out["refers"] = out.get("refers", False) or facts.pop("refers", False)
+        out.update(facts)
     return out

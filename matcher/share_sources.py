@@ -8,7 +8,7 @@ from django.http import HttpRequest
 
 from matcher import selectors
 from matcher.models import TaskQueue
-from matcher.priorities import taskqueue_loads, waiting_entities
+from matcher.taskqueue_priorities import taskqueue_loads, waiting_entities
 from shares.overview import Waiting, register_page_section, register_waiting_source
 
 TOP_TASKQUEUES = 15  # the Shares page's "TaskQueue priorities" table

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from matcher import views, views_pilots
+from matcher import views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -13,7 +13,4 @@ urlpatterns = [
     path("taskqueues/<int:pk>/", views.taskqueue_detail, name="taskqueue-detail"),
     path("taskqueues/match/", views.match_resource, name="match-resource"),
     path("sites/", views.site_list, name="site-list"),
-    path("pilots/", views_pilots.pilot_list, name="pilot-list"),
-    path("pilots/<int:pk>/", views_pilots.pilot_detail, name="pilot-detail"),
-    path("pilots/director/", views_pilots.director, name="director"),
 ]

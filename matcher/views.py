@@ -11,21 +11,13 @@ from config.confirm import confirmation
 from config.decorators import staff_required
 from config.errors import add_to_form, error_messages
 from config.paging import paginate
-from matcher import charts, dashboard, lifecycle, match, selectors, services, why
+from matcher import charts, dashboard, dispatcher, lifecycle, selectors, services, why
 from matcher.api.resources import ResourceDescriptionSerializer
 from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
 from matcher.forms import JDLForm, JobSubmitForm, ResourceForm
 from matcher.jdl import JDLError, parse_jdl
-from matcher.models import (
-    PILOT_WAITING_STATES,
-    ComputingElement,
-    DirectorDecision,
-    Job,
-    Pilot,
-    Site,
-    TaskQueue,
-)
+from matcher.models import ComputingElement, Job, Site, TaskQueue
 from shares.ownership import may_act_on
 
 
@@ -70,7 +62,7 @@ def job_detail(request, pk):
         "warnings": selectors.job_warnings([job])[job.pk] if job.status == "activated" else [],
         "default_setup": gdpconfig.get("DefaultSetup"),
         "why": why.explain(job),
-        "pilot": Pilot.objects.filter(pk=job.pilot_id).first() if job.pilot_id else None,
+        **selectors.facts_about_job(request.user, job),
     }
     return render(request, "matcher/job_detail.html", context)
 
@@ -182,9 +174,7 @@ def taskqueue_detail(request, pk):
         "jobs": Job.objects.visible_to(request.user)
         .filter(task_queue_id=tq.pk, status="activated")
         .order_by("id")[:20],
-        "waiting_pilots": Pilot.objects.filter(
-            task_queue_id=tq.pk, status__in=PILOT_WAITING_STATES
-        ).count(),
+        **selectors.facts_about_taskqueue(request.user, tq.pk, past=False),
     }
     return render(request, "matcher/taskqueue_detail.html", context)
 
@@ -193,17 +183,15 @@ def past_taskqueue(request, pk):
     """A TaskQueue that emptied and was removed (pilots and jobs keep its id): what is known of
     it, its jobs and where they went, the pilots sent for it and the director's decisions."""
     jobs = Job.objects.visible_to(request.user).filter(task_queue_id=pk)
-    pilots = Pilot.objects.visible_to(request.user).filter(task_queue_id=pk)
-    if TaskQueue.objects.filter(pk=pk).exists() or not (jobs.exists() or pilots.exists()):
+    facts = selectors.facts_about_taskqueue(request.user, pk, past=True)
+    if TaskQueue.objects.filter(pk=pk).exists() or not (jobs.exists() or facts.get("refers")):
         raise Http404(f"no TaskQueue {pk}")  # one you may not see, or an id nothing refers to
     context = {
         "pk": pk,
         "example": jobs.select_related("owner", "owner_group").order_by("id").first(),
         "counts": selectors.jobs_by_status(jobs),
         "jobs": jobs.select_related("owner").order_by("-status_changed", "-id")[:20],
-        "pilots": pilots.order_by("-submitted", "-id")[:20],
-        "pilot_count": pilots.count(),
-        "decisions": DirectorDecision.objects.filter(task_queue_id=pk).order_by("-cycle_run")[:10],
+        **facts,
     }
     return render(request, "matcher/taskqueue_past.html", context)
 
@@ -226,7 +214,7 @@ def match_resource(request):
         body = ResourceDescriptionSerializer(data=form.payload())
         if body.is_valid():
             try:
-                rows = match.taskqueue_draw_table(body.resource(request.user))
+                rows = dispatcher.taskqueue_draw_table(body.resource(request.user))
             except ValidationError as exc:
                 for key, errs in exc.detail.items():
                     form.add_error(key if key in form.fields else None, errs)

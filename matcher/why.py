@@ -1,8 +1,9 @@
 """ "Why is my job not running?": one explanation per job, from every part of the system.
 
-The matcher explains matching, its TaskQueue's priority and share position, and the pilots
-waiting for it. Apps that place jobs before they reach a TaskQueue (brokerage, ClassAds) add
-their own part by registering an explainer, so that this module needs none of them.
+The matcher explains matching and its TaskQueue's priority and share position. Apps that place
+jobs before they reach a TaskQueue (brokerage, ClassAds) add their own part by registering an
+explainer, and the pilots app its director's part and the pilots waiting for the TaskQueue, so
+that this module needs none of them.
 """
 
 from __future__ import annotations
@@ -10,14 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from config import clock
-from config.models import CycleRun
-from matcher import director, match
+from matcher import dispatcher
 from matcher.lifecycle import RUNNING_STATES, UNBROKERED_STATES
-from matcher.models import FINAL_STATES, DirectorDecision, Job, JobStatus, Pilot, TaskQueue
-from matcher.models import PILOT_WAITING_STATES as WAITING_PILOTS
-
-RECENT_DECISIONS = 10  # the director draws a TaskQueue's pilots at random: look a few cycles back
+from matcher.models import FINAL_STATES, Job, JobStatus, TaskQueue
 
 
 @dataclass
@@ -36,10 +32,27 @@ class Part:
 
 
 EXPLAINERS: list[Callable[[Job], list[Part]]] = []
+AFTER_MATCHING: list[Callable[[Job], Part | None]] = []
+TASKQUEUE_LINES: list[Callable[[TaskQueue], tuple[str, str]]] = []
 
 
 def register(fn: Callable[[Job], list[Part]]) -> Callable[[Job], list[Part]]:
+    """Parts that come before matching (the placement before a job reaches a TaskQueue)."""
     EXPLAINERS.append(fn)
+    return fn
+
+
+def register_after_matching(fn: Callable[[Job], Part | None]) -> Callable[[Job], Part | None]:
+    """A part that comes after matching and before the TaskQueue's (the pilot director)."""
+    AFTER_MATCHING.append(fn)
+    return fn
+
+
+def register_taskqueue_line(
+    fn: Callable[[TaskQueue], tuple[str, str]],
+) -> Callable[[TaskQueue], tuple[str, str]]:
+    """A line (text, url) of the TaskQueue part (the pilots waiting for it)."""
+    TASKQUEUE_LINES.append(fn)
     return fn
 
 
@@ -97,10 +110,8 @@ def taskqueue_part(job: Job) -> Part | None:
         + (" (JobSharing: one entity)" if group.job_sharing else ""),
         "/shares/",
     )
-    pilots = Pilot.objects.filter(task_queue_id=tq.pk, status__in=WAITING_PILOTS).count()
-    running = Pilot.objects.filter(task_queue_id=tq.pk, status="Running").count()
-    pilot_part = f"{pilots} pilot{'s' if pilots != 1 else ''} submitted for it wait at their CEs"
-    part.add(pilot_part + (f"; {running} run." if running else "."), f"/pilots/?task_queue={tq.pk}")
+    for line in TASKQUEUE_LINES:
+        part.add(*line(tq))
     return part
 
 
@@ -125,53 +136,16 @@ def matching_part(job: Job, analysis: dict) -> Part | None:
     return part
 
 
-def director_part(job: Job) -> Part | None:
-    """The director's latest decisions for the job's TaskQueue, with its own reason when it
-    sent no pilot though its formula drew some."""
-    if job.status != JobStatus.ACTIVATED or not job.task_queue_id:
-        return None
-    url = f"/pilots/director/?task_queue={job.task_queue_id}"
-    runs = CycleRun.objects.filter(kind="director").order_by("-started", "-id")
-    decisions = list(
-        DirectorDecision.objects.filter(
-            task_queue_id=job.task_queue_id,
-            cycle_run__in=list(runs.values_list("pk", flat=True)[:RECENT_DECISIONS]),
-        ).order_by("-cycle_run")
-    )
-    part = Part("Pilot director")
-    if not decisions:
-        return part.add(
-            "The director has not decided on its TaskQueue yet (it runs every minute).", url
-        )
-    last = decisions[0]
-    part.add(
-        f"Last cycle at {clock.label(last.at, 'Y-m-d H:i')}: λ = {last.lam:.2f}, "
-        f"drew {last.drawn}, cap {last.cap}, {last.waiting_pilots} waiting, sent {last.submitted}"
-        + (f": {last.skipped}" if last.skipped else ""),
-        url,
-    )
-    tried = next((d for d in decisions if d.drawn > 0 and d.cap > 0), None)
-    note = director.blocker(tried.skipped) if tried else None
-    if note:
-        part.blocking = True
-        part.headline = f"The director sends it no pilot: {note}."
-        if tried is not last:
-            part.add(
-                f"When it last drew pilots for it, at {clock.label(tried.at, 'Y-m-d H:i')}: {note}",
-                url,
-            )
-    return part
-
-
 def explain(job: Job) -> dict:
     """{"title", "headline", "parts": [Part], "analysis": the matcher's per-CE analysis}. The
     headline states the first real blocker (a hold, no CE, the director's own reason), in that
     order, before the state's general sentence."""
-    analysis = match.analyse_job(job)
+    analysis = dispatcher.analyse_job(job)
     parts: list[Part] = []
     for fn in EXPLAINERS:
         parts.extend(fn(job))
-    for part in (matching_part(job, analysis), director_part(job), taskqueue_part(job)):
+    late = [fn(job) for fn in AFTER_MATCHING]
+    for part in (matching_part(job, analysis), *late, taskqueue_part(job)):
         if part is not None:
             parts.append(part)
     if job.status == JobStatus.HOLDING or "hold" in job.status_reason.lower():

@@ -2,7 +2,9 @@
 
 Each kind names its model, the field set when a row is inserted (`born`, growing with the
 primary key: it bounds the scan of a run to the old end of the table), the rows that may go
-given the cutoff, and the rows written to the export (with the children deleted along).
+given the cutoff, the rows written to the export (with the children deleted along), and who
+deletes them: the owner of the kind where it has one (jobs: the job lifecycle's
+matcher.services.purge_jobs), else the cycle itself.
 """
 
 from __future__ import annotations
@@ -19,16 +21,9 @@ from django.db.models import Exists, Model, OuterRef, Q
 from brokerage.models import BrokerageRun, TaskJob, TaskStatus
 from classads.models import JobAd, JobAdNode, JobAdStatus
 from config.models import CycleRun
-from matcher.models import (
-    FINAL_STATES,
-    PILOT_FINAL_STATES,
-    DirectorDecision,
-    Job,
-    JobStatusHistory,
-    Pilot,
-    PilotStatusHistory,
-    TaskQueueJob,
-)
+from matcher import services as job_services
+from matcher.models import FINAL_STATES, Job, JobStatusHistory, TaskQueueJob
+from pilots.models import PILOT_FINAL_STATES, DirectorDecision, Pilot, PilotStatusHistory
 from retention.params import AGES
 from timeouts.models import TimeoutAction
 
@@ -43,6 +38,8 @@ class Kind:
     born: str
     deletable: Callable[[datetime], Q]
     export: Callable[[list[int]], Iterable[dict]]
+    # Deletes the locked rows with their children (None: retention.services does).
+    delete: Callable[[list[int]], object] | None = None
 
     @property
     def age_param(self) -> str:
@@ -148,7 +145,7 @@ def _job_ads_export(ids: list[int]) -> list[dict]:
 
 # In this order: jobs before the job ads whose nodes they are (an ad's node row goes with it).
 KINDS = [
-    Kind("jobs", Job, "created", _jobs_deletable, _jobs_export),
+    Kind("jobs", Job, "created", _jobs_deletable, _jobs_export, job_services.purge_jobs),
     Kind(
         "pilots",
         Pilot,

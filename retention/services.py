@@ -18,7 +18,6 @@ from pathlib import Path
 
 import orjson
 from django.db import connection, models, transaction
-from django.db.models.deletion import get_candidate_relations_to_delete
 
 from config import clock, db, gdpconfig
 from config.cycles import current_run_id, cycle
@@ -79,36 +78,12 @@ def _boundary(kind: Kind, cutoff: datetime) -> int | None:
     )
 
 
-def _plain_dependents(model: type[models.Model]) -> list[tuple[str, str, str]] | None:
-    """What deleting rows of `model` does to the rows pointing at them, from the relations
-    Django knows (so a relation added later is honoured): [(action, table, column)], action
-    "delete" or "null"; None when a dependent has dependents of its own (then Django's
-    collector does the deletion, slower but complete)."""
-    out = []
-    for rel in get_candidate_relations_to_delete(model._meta):  # hidden ones ("+") too
-        if rel.many_to_many or not rel.field.target_field.primary_key:
-            return None
-        if rel.on_delete is models.DO_NOTHING:
-            continue
-        related = rel.related_model
-        if rel.on_delete is models.SET_NULL:
-            out.append(("null", related._meta.db_table, rel.field.column))
-        elif rel.on_delete is models.CASCADE:
-            nested = get_candidate_relations_to_delete(related._meta)
-            if any(r.on_delete is not models.DO_NOTHING for r in nested):
-                return None
-            out.append(("delete", related._meta.db_table, rel.field.column))
-        else:
-            return None  # PROTECT, RESTRICT, SET_DEFAULT...: let Django decide
-    return out
-
-
 def _in(column: str, ids: list[int]) -> tuple[str, list]:
     return db.id_in(f'"{column}"', ids)  # one array parameter on PostgreSQL
 
 
 def _delete_rows(model: type[models.Model], ids: list[int]) -> None:
-    dependents = _plain_dependents(model)
+    dependents = db.plain_dependents(model)
     if dependents is None:
         model.objects.filter(pk__in=ids).delete()
         return
@@ -134,7 +109,10 @@ def _delete_batch(kind: Kind, cutoff, after: int, upto: int, size: int, exporter
         if ids:
             if exporter is not None:
                 exporter.write(kind.name, kind.export(ids))
-            _delete_rows(kind.model, ids)
+            if kind.delete is not None:
+                kind.delete(ids)
+            else:
+                _delete_rows(kind.model, ids)
     return ids
 
 

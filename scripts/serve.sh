@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The production server of one host (`make serve`): DEBUG off, the web server (config/webserver.py:
-# granian, or WEB_SERVER=gunicorn with config/gunicorn.conf.py) and the django-q2 cluster, after
+# The production server of one host (`make serve`): DEBUG off, the web server (gridwms/webserver.py:
+# granian, or WEB_SERVER=gunicorn with gridwms/gunicorn.conf.py) and the django-q2 cluster, after
 # migrating (hosts take turns) and collecting the static files.
 #
 #   SECRET_KEY=... DATABASE_URL=postgres://... scripts/serve.sh [all|web|worker]
@@ -56,7 +56,7 @@ if [ "$role" != web ]; then
   pids+=($!)
 fi
 if [ "$role" != worker ]; then
-  "$py" -m config.webserver &
+  "$py" -m gridwms.webserver &
   pids+=($!)
 fi
 # One of them ending ends the host: a supervisor (systemd, a container runtime) restarts it.

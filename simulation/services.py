@@ -21,8 +21,11 @@ from config import clock, gdpconfig
 from config.cycles import CYCLES, cycle, run_cycle
 from config.models import CycleRun, SimulationClock
 from config.schedules import SCHEDULES
-from matcher.lifecycle import AT_WORK_STATES, SIMULATED_BACKLOG_STATES
-from matcher.models import Job, Pilot, PilotStatus
+from matcher import services as job_services
+from matcher.lifecycle import SIMULATED_BACKLOG_STATES
+from matcher.models import Job
+from pilots.director import poisson
+from pilots.models import Pilot, PilotStatus
 
 USERS = [  # (user, group, share of the arrivals)
     ("alice", "lhcb_user", 3),
@@ -93,19 +96,6 @@ def simulated_now(row: SimulationClock, real: datetime | None = None) -> datetim
 # --- arrivals --------------------------------------------------------------------------------
 
 
-def poisson(rng: random.Random, lam: float) -> int:
-    if lam <= 0:
-        return 0
-    if lam > 50:  # normal approximation: cheap and good enough here
-        return max(0, round(rng.gauss(lam, math.sqrt(lam))))
-    limit, k, p = math.exp(-lam), 0, 1.0
-    while True:
-        p *= rng.random()
-        if p <= limit:
-            return k
-        k += 1
-
-
 def _users():
     from shares.models import GridGroup, User
 
@@ -126,7 +116,6 @@ def _site_cpu_limits() -> dict[str, int]:
 
 
 def arrive_jobs(rng: random.Random, n: int) -> int:
-    from matcher import services as job_services
     from matcher.taskqueues import cpu_segment
 
     people = _users()
@@ -157,8 +146,8 @@ def arrive_jobs(rng: random.Random, n: int) -> int:
 
 
 def arrive_tasks(rng: random.Random, production: int, analysis: int) -> int:
-    from brokerage import services as brokerage_services
     from brokerage.models import Dataset, PandaQueue
+    from brokerage.services.submission import submit_task
     from shares.models import GridGroup, User
 
     if not PandaQueue.objects.exists():
@@ -171,7 +160,7 @@ def arrive_tasks(rng: random.Random, production: int, analysis: int) -> int:
         if owner is None or group is None:
             break
         kind = rng.choice(["simul", "evgen", "reco"])
-        brokerage_services.submit_task(
+        submit_task(
             owner,
             {
                 "owner_group": group,
@@ -192,7 +181,7 @@ def arrive_tasks(rng: random.Random, production: int, analysis: int) -> int:
         group = GridGroup.objects.filter(name="lhcb_user").first()
         if owner is None or group is None:
             break
-        brokerage_services.submit_task(
+        submit_task(
             owner,
             {
                 "owner_group": group,
@@ -272,7 +261,7 @@ def send_heartbeats(now) -> int:
     live = Pilot.objects.filter(
         grid_type="Simulated", status=PilotStatus.RUNNING, next_event__isnull=False
     ).values("pk")
-    return Job.objects.filter(status__in=AT_WORK_STATES, pilot_id__in=live).update(heartbeat=now)
+    return job_services.record_heartbeats(live, now)
 
 
 def silence_pilots(rng: random.Random, n: int) -> int:
@@ -295,7 +284,7 @@ def renew_credentials(now) -> int:
     them (PilotProxyMinDays), as DIRAC's proxy manager renews proxies from MyProxy: on the
     simulated clock (60x) a month-long credential would otherwise run out in half a day."""
     from matcher.demo import CREDENTIAL_DAYS
-    from matcher.models import Credential
+    from pilots.models import Credential
 
     due = now + timedelta(days=gdpconfig.get("PilotProxyMinDays") + 1)
     return Credential.objects.filter(expires__lt=due).update(
@@ -343,14 +332,14 @@ def simulation_tick(rng: random.Random | None = None, minutes: float | None = No
     counts: dict = {"simulated_minutes": round(minutes, 2)}
     waiting = Job.objects.filter(status__in=SIMULATED_BACKLOG_STATES).count()
     if waiting < gdpconfig.get("SimMaxWaitingJobs"):
-        counts["jobs"] = arrive_jobs(rng, poisson(rng, gdpconfig.get("SimJobsPerMinute") * minutes))
+        counts["jobs"] = arrive_jobs(rng, poisson(gdpconfig.get("SimJobsPerMinute") * minutes, rng))
         counts["tasks"] = arrive_tasks(
             rng,
-            poisson(rng, gdpconfig.get("SimProductionTasksPerHour") * minutes / 60),
-            poisson(rng, gdpconfig.get("SimAnalysisTasksPerHour") * minutes / 60),
+            poisson(gdpconfig.get("SimProductionTasksPerHour") * minutes / 60, rng),
+            poisson(gdpconfig.get("SimAnalysisTasksPerHour") * minutes / 60, rng),
         )
         counts["job_ads"] = arrive_job_ads(
-            rng, poisson(rng, gdpconfig.get("SimJobAdsPerHour") * minutes / 60)
+            rng, poisson(gdpconfig.get("SimJobAdsPerHour") * minutes / 60, rng)
         )
     counts["credentials_renewed"] = renew_credentials(now)
     ran = []
@@ -360,6 +349,6 @@ def simulation_tick(rng: random.Random | None = None, minutes: float | None = No
     counts["cycles"] = ran
     counts["heartbeats"] = send_heartbeats(clock.now())
     counts["silenced"] = silence_pilots(
-        rng, poisson(rng, gdpconfig.get("SimSilentPilotsPerHour") * minutes / 60)
+        rng, poisson(gdpconfig.get("SimSilentPilotsPerHour") * minutes / 60, rng)
     )
     return counts

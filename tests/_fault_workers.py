@@ -38,10 +38,10 @@ def claim_and_hold(db_name, pilot, out, ready):
     housekeeping that follows a claim (dropping a TaskQueue it emptied) runs in a transaction
     of its own after the claim committed, so it is left out here."""
     child_django(db_name)
-    from matcher import match
-    from matcher.match import match_job
+    from matcher import dispatcher
+    from matcher.dispatcher import match_job
 
-    match._drop_quietly = lambda tq_ids: None
+    dispatcher._drop_quietly = lambda tq_ids: None
 
     with transaction.atomic():
         m = match_job(any_resource(), pilot)
@@ -55,7 +55,7 @@ def claim_until_empty(db_name, pilot, out, hold_seconds=0.0, seed=None):
     a random while after the claim (a kill then lands inside it). Reports each claim as it
     commits."""
     child_django(db_name)
-    from matcher.match import match_job
+    from matcher.dispatcher import match_job
 
     rng = random.Random(seed)
     try:

@@ -35,7 +35,7 @@ def build_demo(with_topology: bool = True) -> dict:
     demo.create_world()
     if with_topology:
         from brokerage import demo as brokerage_demo
-        from brokerage.topology import import_topology
+        from brokerage.topology_import import import_topology
 
         import_topology(brokerage_demo.topology())
     from shares.models import User
@@ -53,7 +53,7 @@ def populate(users) -> dict:
 
     from rest_framework.test import APIClient
 
-    from brokerage import services as brokerage_services
+    from brokerage.services.production import task_brokerage
     from classads import semantics
     from config.cycles import run_cycle
 
@@ -91,7 +91,7 @@ def populate(users) -> dict:
         "id"
     ]
     ids["cycle_run"] = run_cycle("taskqueue_cleanup").pk
-    brokerage_services.task_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
     # A generic pilot takes dave's job as a private pilot of his group: the job is now the
     # pilot's to report on.
     matched = post(

@@ -9,7 +9,7 @@ def change_taskqueues(db_name, alice_id, bob_id, kill_job_id, out):
     from django.db import connections
 
     from matcher import housekeeping, services
-    from matcher.priorities import recompute_priorities
+    from matcher.taskqueue_priorities import recompute_priorities
     from shares.models import GridGroup, User
 
     housekeeping.BACKGROUND = False  # this child's own recomputations at once

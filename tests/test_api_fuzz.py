@@ -53,7 +53,7 @@ def _operations() -> list[tuple[str, str]]:
 
 @cache
 def _schema():
-    from config.wsgi import application
+    from gridwms.wsgi import application
 
     # The schema itself is served to signed-in clients only: load the document the endpoint
     # serves straight from its generator, and call the application in process.
@@ -97,7 +97,7 @@ def test_the_openapi_schema_is_a_valid_document_naming_every_router_route(
 ):
     from drf_spectacular.validation import validate_schema
 
-    from config.api.urls import routes
+    from gridwms.api_urls import routes
 
     assert client.get("/api/schema/").status_code in (401, 403)  # signed-in clients only
     client.force_login(django_user_model.objects.create_user("reader", password="x"))

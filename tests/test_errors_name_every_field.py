@@ -4,7 +4,8 @@ keys; and nothing is stored."""
 
 import pytest
 
-from matcher.models import Job, Pilot
+from matcher.models import Job
+from pilots.models import Pilot
 
 # (method, url, body, the fields the answer must name)
 CASES = [

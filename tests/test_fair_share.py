@@ -8,7 +8,7 @@ import pytest
 from config import clock, gdpconfig
 from config.cycles import run_cycle
 from matcher.models import Job, TaskQueue
-from matcher.priorities import recompute_priorities
+from matcher.taskqueue_priorities import recompute_priorities
 from shares import services
 from shares.models import CorrectionRecord, GridGroup, GroupChange, UsageSample, UsageTick
 
@@ -240,12 +240,12 @@ def test_a_failing_recompute_after_commit_neither_fails_nor_repeats_a_submission
 ):
     from django.db import OperationalError
 
-    import matcher.priorities
+    import matcher.taskqueue_priorities
 
     def broken(*args, **kwargs):
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(matcher.priorities, "recompute_priorities", broken)
+    monkeypatch.setattr(matcher.taskqueue_priorities, "recompute_priorities", broken)
     from matcher import services
     from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 

@@ -202,8 +202,8 @@ def _production_task(users, n_jobs: int):
 
     from brokerage import demo
     from brokerage.models import Task
-    from brokerage.services import task_brokerage
-    from brokerage.topology import import_topology
+    from brokerage.services.production import task_brokerage
+    from brokerage.topology_import import import_topology
 
     import_topology(demo.topology())
     client = APIClient()

@@ -32,7 +32,7 @@ def _claim_until_empty(db_name, sqlite_path, worker, out):
         settings.DATABASES["default"]["NAME"] = db_name
     from django.db import connections
 
-    from matcher.match import match_job
+    from matcher.dispatcher import match_job
     from matcher.matching import Resource
 
     # A resource that takes everything: every rule's wildcard.

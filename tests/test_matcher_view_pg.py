@@ -8,10 +8,10 @@ import multiprocessing
 import pytest
 from django.db import connection
 
-from matcher import housekeeping, match
+from matcher import dispatcher, housekeeping
 from matcher.matching import Resource
 from matcher.models import Job, TaskQueue
-from matcher.priorities import recompute_priorities
+from matcher.taskqueue_priorities import recompute_priorities
 from tests import _view_workers
 
 pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
@@ -35,9 +35,9 @@ def test_taskqueues_created_dropped_and_reprioritised_in_another_process_are_see
     keep = submit("alice", cpu_time=100)
     doomed = submit("bob", cpu_time=100, sites=["LCG.CERN.ch"])
     recompute_priorities()
-    seen = {t.id: t.priority for t in match.matching_taskqueues(CERN)}
+    seen = {t.id: t.priority for t in dispatcher.matching_taskqueues(CERN)}
     assert set(seen) == {keep.task_queue_id, doomed.task_queue_id}
-    reloads = match.stats()["taskqueue_full_reloads"]
+    reloads = dispatcher.stats()["taskqueue_full_reloads"]
     out = ctx.Queue()
     child = ctx.Process(
         target=_view_workers.change_taskqueues,
@@ -47,12 +47,12 @@ def test_taskqueues_created_dropped_and_reprioritised_in_another_process_are_see
     created = out.get(timeout=120)
     child.join(60)
     assert child.exitcode == 0
-    now = {t.id: t.priority for t in match.matching_taskqueues(CERN)}
+    now = {t.id: t.priority for t in dispatcher.matching_taskqueues(CERN)}
     assert set(now) == {keep.task_queue_id, created}  # dropped gone, created in
     assert now == {tq: p for tq, p in _priorities().items() if tq in now}  # current weights
     assert now[keep.task_queue_id] != seen[keep.task_queue_id]  # bob left, alice has 2 TaskQueues
-    assert match.stats()["taskqueue_full_reloads"] == reloads
-    assert match.match_job(CERN, "p").task_queue_id in now
+    assert dispatcher.stats()["taskqueue_full_reloads"] == reloads
+    assert dispatcher.match_job(CERN, "p").task_queue_id in now
 
 
 def test_a_match_that_empties_a_taskqueue_leaves_priorities_as_an_inline_recomputation_would(
@@ -69,7 +69,7 @@ def test_a_match_that_empties_a_taskqueue_leaves_priorities_as_an_inline_recompu
     before = _priorities()
     pic = Resource(site="LCG.PIC.es", grid_ce="ce07.pic.es", setup="any", cpu_time=1000)
     try:
-        found = match.match_job(pic, "pic-1")
+        found = dispatcher.match_job(pic, "pic-1")
         assert found.job.id == bobs.pk
         assert housekeeping.housekeeper.idle(30)
     finally:
@@ -80,4 +80,4 @@ def test_a_match_that_empties_a_taskqueue_leaves_priorities_as_an_inline_recompu
     assert _priorities() == background  # exactly, float for float
     changed = {tq for tq, p in background.items() if before[tq] != p}
     assert changed  # bob left lhcb_user: alice's TaskQueues share the whole group now
-    assert match.stats()["housekeeping_drops"] >= 1
+    assert dispatcher.stats()["housekeeping_drops"] >= 1

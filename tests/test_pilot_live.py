@@ -10,7 +10,8 @@ import pytest
 
 from config import gdpconfig
 from config.cycles import run_cycle
-from matcher.models import Job, Pilot
+from matcher.models import Job
+from pilots.models import Pilot
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.django_db(transaction=True)

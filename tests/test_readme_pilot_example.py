@@ -9,7 +9,9 @@ from pathlib import Path
 from rest_framework.test import APIClient
 
 from matcher import bulk, demo
-from matcher.models import Job, JobStatus, Pilot
+from matcher.models import Job, JobStatus
+from pilots import demo as pilot_demo
+from pilots.models import Pilot
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 CURL = re.compile(
@@ -30,7 +32,7 @@ def test_the_readme_pilot_takes_the_job_meant_for_it_and_reports_on_it(transacti
     demo.create_world()
     bulk.load_jobs(300, seed=5, batch_size=100)
     example = demo.example_job()
-    demo.first_pilots()
+    pilot_demo.first_pilots()
     section = readme_section("Matching")
 
     tokens = {}
@@ -77,7 +79,7 @@ def test_the_directors_pilots_leave_the_example_job_to_the_hand_started_pilot(tr
     bulk.load_jobs(120, seed=5, batch_size=100)
     example = demo.example_job()
     for _ in range(2):  # director cycles, and the simulated CEs' pilots asking for jobs
-        demo.first_pilots()
+        pilot_demo.first_pilots()
     ran = Job.objects.filter(status__in=(JobStatus.RUNNING, JobStatus.FINISHED, JobStatus.FAILED))
     assert ran.count() > 60  # the director's pilots took the other users' jobs
     assert Job.objects.get(pk=example).status == JobStatus.ACTIVATED

@@ -69,10 +69,11 @@ def _postgresql_only():
 def _reset_process_caches():
     """What this process remembers of the database (rolled back between examples)."""
     from config import gdpconfig
-    from matcher import match, pilot_registry, topology
+    from matcher import dispatcher, topology
+    from pilots import registry as pilot_registry
 
     gdpconfig.invalidate()
-    match.invalidate_cache()
+    dispatcher.invalidate_cache()
     topology._snapshot["at"] = None
     topology._groups.clear()
     pilot_registry.forget_all()
@@ -90,9 +91,9 @@ class JobsMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         _reset_process_caches()
-        from matcher import match
+        from matcher import dispatcher
 
-        match._rng.seed(19)  # the matcher's draws, as hypothesis's: the same on a replay
+        dispatcher._rng.seed(19)  # the matcher's draws, as hypothesis's: the same on a replay
         self._example = transaction.atomic()
         self._example.__enter__()
         self.claims: dict[int, tuple[str, str]] = {}  # job -> (credential, reference) holding it
@@ -224,7 +225,7 @@ class JobsMachine(RuleBasedStateMachine):
 
     @rule(job=jobs, to=st.sampled_from(REPORTS), data=st.data())
     def report(self, job, to, data):
-        from matcher.pilots import JOB_TRANSITIONS
+        from pilots.services import JOB_TRANSITIONS
 
         job, who, reference, holds = self._as_pilot(data, job)
         before = self.job(job)

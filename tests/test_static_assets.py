@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client, override_settings
 
-from matcher import demo
+from pilots import demo as pilot_demo
 
 
 def _scripts(html: str) -> list[str]:
@@ -18,7 +18,7 @@ def test_a_page_loads_only_the_deferred_site_script_which_fetches_plotly_for_cha
     client, users, submit
 ):
     submit("alice", cpu_time=100)
-    demo.first_pilots()
+    pilot_demo.first_pilots()
     client.force_login(users["admin"])
     for url in ("/jobs/", "/", "/taskqueues/", "/pilots/director/"):
         html = client.get(url).content.decode()

@@ -1,7 +1,7 @@
 """The timeouts cycle (every 5 minutes): scan the jobs once for every rule, act in bulk.
 
 A job's queue: for matched states (sent … transferring) the default queue of the site it was
-matched at (its first production queue by name, `brokerage.services.site_queues`); for waiting
+matched at (its first production queue by name, `brokerage.services.world`); for waiting
 states its
 TaskJob.queue. A plain DIRAC job waiting in a TaskQueue has no queue: only the rules that need
 none apply to it.
@@ -25,8 +25,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from brokerage import services
 from brokerage.models import PandaQueue, Task, TaskJob
+from brokerage.services.world import site_queues
 from config import clock, gdpconfig
 from config.cycles import current_run_id, cycle
 from matcher.lifecycle import AT_WORK_STATES, CLAIMED_STATES, WAITING_STATES
@@ -140,7 +140,7 @@ def load_world(starts: dict[str, datetime] | None = None) -> World:
     starts = last_starts() if starts is None else starts
     queues, queue_site = {}, {}
     # A matched job counts at its site's default queue, as in the brokerage's statistics.
-    site_queue, _ = services.site_queues()
+    site_queue, _ = site_queues()
     for pk, name, site, status, catchall, workflow, last_start, num_slots in rows:
         seen = starts.get(site)
         latest = max((t for t in (last_start, seen) if t is not None), default=None)

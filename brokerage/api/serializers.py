@@ -71,7 +71,7 @@ TASK_PARAMETERS = [
 ]
 
 
-# Fields that steer brokerage or fairness: the system sets them (services.submit_task), staff
+# Fields that steer brokerage or fairness: the system sets them (submission.submit_task), staff
 # may. A user's task_class S would escape the User Analysis throttle, a gshare its share.
 STAFF_FIELDS = ("priority", "gshare", "task_class")
 SET_BY_STAFF = "set by staff: the system chooses it for your task, leave it out"
@@ -235,8 +235,9 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
         return _queue_list(value, patterns=True)
 
     def validate_architecture(self, value):
+        # Parsed once, here: validate() hands the result to submit_task, which stores it.
         try:
-            architecture.parse(value)
+            self._architecture_spec = architecture.parse(value)
         except architecture.ArchitectureError as exc:
             raise serializers.ValidationError(str(exc)) from None
         return value
@@ -284,6 +285,9 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
                     ]
                 }
             )
+        attrs["architecture_spec"] = getattr(self, "_architecture_spec", None) or (
+            architecture.empty()
+        )
         return attrs
 
 

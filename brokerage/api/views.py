@@ -3,7 +3,6 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from brokerage import services
 from brokerage.api import serializers as s
 from brokerage.filters import BrokerageRunFilterSet, PandaQueueFilterSet, TaskFilterSet
 from brokerage.models import (
@@ -17,6 +16,7 @@ from brokerage.models import (
     Task,
     UserQuota,
 )
+from brokerage.services.submission import submit_task
 from config.permissions import StaffOnly, StaffWriteOrReadOnly
 from shares.api.mixins import VisibleToUserMixin
 
@@ -55,7 +55,7 @@ class TaskViewSet(
         body.is_valid(raise_exception=True)
         fields = dict(body.validated_data)
         inputs = [(i["dataset"], i["master"]) for i in fields.pop("inputs", [])]
-        task = services.submit_task(request.user, fields, inputs)
+        task = submit_task(request.user, fields, inputs)
         return Response(s.TaskSerializer(task).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=s.BrokerageRunSerializer(many=True))

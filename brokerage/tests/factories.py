@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 
-from brokerage import production, services
+from brokerage import production
 from brokerage.models import Nucleus, PandaQueue, Storage, Task
+from brokerage.services import world
 from config import gdpconfig
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
 def params(kind: str = "job", **overrides) -> dict:
-    names = services.JOB_PARAMS if kind == "job" else services.TASK_PARAMS
+    names = world.JOB_PARAMS if kind == "job" else world.TASK_PARAMS
     out = {name: gdpconfig.REGISTRY[name].default for name in names}
     if kind == "task":
         out["DISK_THRESHOLD_PER_GSHARE"] = {}

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from brokerage import analysis
-from brokerage.services_analysis import ANALYSIS_PARAMS
+from brokerage.services.analysis import ANALYSIS_PARAMS
 from brokerage.tests.factories import NOW, params, queue, storage, task
 from config import gdpconfig
 

@@ -6,9 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from brokerage import demo, services_analysis
+from brokerage import demo
 from brokerage.models import BrokerageRun, GlobalShare, PandaQueue, Task, TaskJob, TaskStatus
-from brokerage.topology import import_topology
+from brokerage.services.analysis import analysis_brokerage
+from brokerage.topology_import import import_topology
 from config import clock, gdpconfig
 from matcher.models import Job, JobStatus
 
@@ -41,7 +42,7 @@ def submit(client, **fields):
 
 
 def run(task):
-    return services_analysis.analysis_brokerage(rng=random.Random(1), task_ids=[task.pk])
+    return analysis_brokerage(rng=random.Random(1), task_ids=[task.pk])
 
 
 def test_a_task_over_the_users_cap_is_throttled_then_brokered_once_usage_drops(panda, alice, users):

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from brokerage import demo, services
+from brokerage import demo
 from brokerage.models import (
     BrokerageRun,
     GlobalShare,
@@ -16,11 +16,13 @@ from brokerage.models import (
     TaskJob,
     TaskStatus,
 )
-from brokerage.topology import TopologyError, import_topology
+from brokerage.services.production import job_brokerage, task_brokerage
+from brokerage.services.world import queue_counts
+from brokerage.topology_import import TopologyError, import_topology
 from config import clock, gdpconfig
 from config.cycles import run_cycle
 from config.models import CycleRun
-from matcher import match
+from matcher import dispatcher
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueueJob
 from shares.models import GridGroup
@@ -90,7 +92,7 @@ def test_a_production_task_is_brokered_to_a_nucleus_its_jobs_to_queues_and_a_pil
     assert "job brokerage" in history[1].reason
 
     # A pilot at one of those sites matches one of the task's jobs.
-    found = match.match_job(
+    found = dispatcher.match_job(
         Resource(site="LCG.PIC.es", grid_ce="ce07.pic.es", cpu_time=86400, setup="LHCb-Production"),
         "pilot-1",
     )
@@ -102,7 +104,7 @@ def test_a_production_task_is_brokered_to_a_nucleus_its_jobs_to_queues_and_a_pil
 def test_a_task_no_nucleus_can_take_is_pending_for_30_minutes_then_retried(panda, erin):
     Storage.objects.filter(nucleus__isnull=False).update(space_free=0.0, space_expired=0.0)
     task = Task.objects.get(pk=submit(erin).data["id"])
-    services.task_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
     task.refresh_from_db()
     assert task.status == TaskStatus.PENDING and task.nucleus is None
     assert abs(task.retry_after - (clock.now() + timedelta(minutes=30))) < timedelta(seconds=30)
@@ -110,33 +112,33 @@ def test_a_task_no_nucleus_can_take_is_pending_for_30_minutes_then_retried(panda
 
     Storage.objects.filter(nucleus__isnull=False).update(space_free=900_000.0)
     clock.advance(29.5 * 60)
-    assert services.task_brokerage(rng=random.Random(1))["tasks"] == 0
+    assert task_brokerage(rng=random.Random(1))["tasks"] == 0
     clock.advance(60)
-    assert services.task_brokerage(rng=random.Random(1))["assigned"] == 1
+    assert task_brokerage(rng=random.Random(1))["assigned"] == 1
     task.refresh_from_db()
     assert task.status == TaskStatus.READY and task.nucleus is not None
 
 
 def test_jobs_no_queue_can_take_leave_the_task_pending_for_an_hour(panda, erin):
     task = Task.objects.get(pk=submit(erin, ram_count=100_000).data["id"])
-    services.task_brokerage(rng=random.Random(1))
-    result = services.job_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
+    result = job_brokerage(rng=random.Random(1))
     assert result == {"tasks": 1, "brokered": 0, "pending": 1, "jobs": 0}
     task.refresh_from_db()
     assert task.status == TaskStatus.PENDING
     assert abs(task.retry_after - (clock.now() + timedelta(hours=1))) < timedelta(seconds=30)
     assert Job.objects.filter(status=JobStatus.DEFINED).count() == 3
     clock.advance(59.5 * 60)
-    assert services.job_brokerage()["tasks"] == 0
+    assert job_brokerage()["tasks"] == 0
     clock.advance(60)
-    assert services.job_brokerage()["tasks"] == 1
+    assert job_brokerage()["tasks"] == 1
 
 
 def test_queue_counts_come_from_our_jobs(panda, erin):
     task = Task.objects.get(pk=submit(erin, processing_type="evgen", n_jobs=4).data["id"])
-    services.task_brokerage(rng=random.Random(1))
-    services.job_brokerage(rng=random.Random(1))
-    counts = services.queue_counts()
+    task_brokerage(rng=random.Random(1))
+    job_brokerage(rng=random.Random(1))
+    counts = queue_counts()
     activated = sum(c.get("activated", 0) for c in counts.values())
     assert activated == 4
     qids = set(TaskJob.objects.filter(task=task).values_list("queue_id", flat=True))
@@ -156,7 +158,7 @@ def test_the_gshare_disk_threshold_is_a_gdpconfig_family_member(panda, erin, api
     GlobalShare.objects.create(name="Express", target_pct=5.0)
     users["admin"].grid_groups.add(GridGroup.objects.get(name="lhcb_mc"))
     task = Task.objects.get(pk=submit(admin, gshare="Express").data["id"])
-    services.task_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
     task.refresh_from_db()
     assert task.status == TaskStatus.PENDING  # 5000 TB is more than any demo nucleus has
     assert set(BrokerageRun.objects.get(task=task).removed_by) == {"space"}
@@ -189,7 +191,7 @@ def test_a_bad_task_is_refused_naming_the_field_and_nothing_is_stored(panda, eri
 
 def test_a_task_and_its_trace_are_visible_to_its_owner_and_staff_only(panda, erin, api, users):
     task_id = submit(erin).data["id"]
-    services.task_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
     assert erin.get(f"{URL}{task_id}/brokerage/").status_code == 200
     assert api(users["admin"]).get(f"{URL}{task_id}/").status_code == 200
     assert api(users["alice"]).get(f"{URL}{task_id}/").status_code == 404

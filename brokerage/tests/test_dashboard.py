@@ -3,12 +3,13 @@ cycle, recent timeouts and brokerage failures, each linking to its page."""
 
 import random
 
-from brokerage import demo, services
+from brokerage import demo
 from brokerage.models import Storage
-from brokerage.topology import import_topology
+from brokerage.services.production import task_brokerage
+from brokerage.topology_import import import_topology
 from config.cycles import run_cycle
-from matcher import demo as world_demo
 from matcher.models import JobStateSample, JobStatus, JobStatusHistory
+from pilots import demo as pilot_demo
 
 
 def test_the_home_page_shows_the_grid_at_work(world, submit, users, api, client):
@@ -18,7 +19,7 @@ def test_the_home_page_shows_the_grid_at_work(world, submit, users, api, client)
         "/api/v1/tasks/", {"name": "stuck", "owner_group": "lhcb_mc"}, format="json"
     )
     assert r.status_code == 201
-    services.task_brokerage(rng=random.Random(1))  # no nucleus: a brokerage failure
+    task_brokerage(rng=random.Random(1))  # no nucleus: a brokerage failure
     job = submit("alice", cpu_time=100)
     JobStatusHistory.objects.create(
         job=job,
@@ -27,7 +28,7 @@ def test_the_home_page_shows_the_grid_at_work(world, submit, users, api, client)
         to_status=JobStatus.ACTIVATED,
         reason="timeout: sent 30 min",
     )
-    world_demo.first_pilots()
+    pilot_demo.first_pilots()
     assert run_cycle("usage_sampling").status == "success"
     assert run_cycle("priorities").status == "success"
     sample = JobStateSample.objects.last()

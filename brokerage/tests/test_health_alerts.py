@@ -2,9 +2,10 @@
 
 import random
 
-from brokerage import demo, services
+from brokerage import demo
 from brokerage.models import Storage, Task, TaskStatus
-from brokerage.topology import import_topology
+from brokerage.services.production import task_brokerage
+from brokerage.topology_import import import_topology
 
 
 def test_a_task_that_cannot_be_brokered_is_an_alert_on_its_owners_home_page(
@@ -15,7 +16,7 @@ def test_a_task_that_cannot_be_brokered_is_an_alert_on_its_owners_home_page(
     body = {"name": "t", "owner_group": "lhcb_mc", "n_jobs": 2, "processing_type": "evgen"}
     r = api(users["erin"]).post("/api/v1/tasks/", body, format="json")
     assert r.status_code == 201, r.content
-    services.task_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
     task = Task.objects.get(pk=r.data["id"])
     assert task.status == TaskStatus.PENDING
     client.force_login(users["erin"])

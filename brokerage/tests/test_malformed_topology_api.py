@@ -5,7 +5,7 @@ import pytest
 
 from brokerage import demo
 from brokerage.models import GlobalShare, NetworkLink, Nucleus, PandaQueue, Storage, UserQuota
-from brokerage.topology import import_topology
+from brokerage.topology_import import import_topology
 
 CASES = [
     ("nuclei", Nucleus, {"name": "N2", "site": "LCG.NOWHERE", "state": "ACTIVE"}, "site"),

@@ -8,9 +8,10 @@ from datetime import timedelta
 
 import pytest
 
-from brokerage import demo, services
+from brokerage import demo
 from brokerage.models import Storage, Task, TaskJob
-from brokerage.topology import import_topology
+from brokerage.services.production import task_brokerage
+from brokerage.topology_import import import_topology
 from brokerage.why import brokerage_failures
 from config import clock
 from config.cycles import run_cycle
@@ -55,7 +56,7 @@ def pending_task(world, api, users, simulated):
     body = {"name": "t", "owner_group": "lhcb_mc", "n_jobs": 2, "processing_type": "evgen"}
     r = api(users["erin"]).post("/api/v1/tasks/", body, format="json")
     assert r.status_code == 201, r.content
-    services.task_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
     return Task.objects.get(pk=r.data["id"])
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from brokerage import demo
 from brokerage.models import GlobalShare, Task
-from brokerage.topology import import_topology
+from brokerage.topology_import import import_topology
 from matcher.models import Job
 
 URL = "/api/v1/tasks/"

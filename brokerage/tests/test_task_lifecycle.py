@@ -5,8 +5,9 @@ timeouts (timeouts/tests/test_task_reassignment.py)."""
 
 import pytest
 
-from brokerage import lifecycle, services
+from brokerage import lifecycle
 from brokerage.models import Task, TaskJob, TaskStatus
+from brokerage.services.submission import submit_task
 from config import clock
 from config.cycles import run_cycle
 from matcher.models import Job, JobStatus
@@ -23,7 +24,7 @@ def make_task(world, users):
             "owner_group": GridGroup.objects.get(name="lhcb_mc"),
             "n_jobs": n,
         }
-        task = services.submit_task(users["erin"], fields, [])
+        task = submit_task(users["erin"], fields, [])
         Task.objects.filter(pk=task.pk).update(status=status)
         return task
 

@@ -1,8 +1,8 @@
 """The task form and page speak plainly: a wrong dataset is named in a sentence (not a Python
 repr of DRF's errors), parsed specs and network details are key/value pairs, numbers rounded."""
 
-from brokerage import services
 from brokerage.models import BrokerageRun
+from brokerage.services.submission import submit_task
 from config import clock
 from shares.models import GridGroup
 
@@ -30,7 +30,7 @@ def test_a_task_with_an_unknown_dataset_is_refused_in_a_sentence(client, users):
 
 
 def test_a_task_page_rounds_its_numbers_and_lays_out_its_parsed_architecture(client, users):
-    task = services.submit_task(
+    task = submit_task(
         users["alice"],
         {
             "name": "t.readable",

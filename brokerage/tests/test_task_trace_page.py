@@ -5,9 +5,11 @@ import random
 
 import pytest
 
-from brokerage import demo, services, services_analysis
+from brokerage import demo
 from brokerage.models import BrokerageRun, GlobalShare, Storage, Task
-from brokerage.topology import import_topology
+from brokerage.services.analysis import analysis_brokerage
+from brokerage.services.production import job_brokerage, task_brokerage
+from brokerage.topology_import import import_topology
 from config import gdpconfig
 from matcher import services as job_services
 from matcher.models import Job, JobStatus
@@ -45,7 +47,7 @@ def test_the_trace_of_a_throttled_analysis_run_shows_the_throttle_and_its_values
     Job.objects.filter(pk__in=[j.pk for j in running]).update(status=JobStatus.RUNNING)
     gdpconfig.set_value("CAP_RUNNING_USER_JOBS", 2)
     task = submit_task(api, alice, kind="analysis")
-    services_analysis.analysis_brokerage(rng=random.Random(1), task_ids=[task.pk])
+    analysis_brokerage(rng=random.Random(1), task_ids=[task.pk])
     run = BrokerageRun.objects.get(task=task)
     assert run.outcome == "throttled"
 
@@ -60,14 +62,14 @@ def test_the_trace_of_a_throttled_analysis_run_shows_the_throttle_and_its_values
 def test_the_trace_of_every_other_run_kind_draws_its_charts(panda, api, users, client):
     erin, alice = users["erin"], users["alice"]
     production = submit_task(api, erin, owner_group="lhcb_mc")
-    services.task_brokerage(rng=random.Random(1))
-    services.job_brokerage(rng=random.Random(1), task_ids=[production.pk])
+    task_brokerage(rng=random.Random(1))
+    job_brokerage(rng=random.Random(1), task_ids=[production.pk])
     analysis = submit_task(api, alice, kind="analysis")
-    services_analysis.analysis_brokerage(rng=random.Random(1), task_ids=[analysis.pk])
+    analysis_brokerage(rng=random.Random(1), task_ids=[analysis.pk])
     # No nucleus has space: the next production task's task brokerage is pending.
     Storage.objects.filter(nucleus__isnull=False).update(space_free=0.0)
     stuck = submit_task(api, erin, owner_group="lhcb_mc", name="stuck")
-    services.task_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
 
     runs = {
         (r.task_id, r.kind, r.outcome): r

@@ -4,11 +4,13 @@ import random
 
 import pytest
 
-from brokerage import demo, services
+from brokerage import demo
 from brokerage.models import Storage, Task, TaskJob
-from brokerage.topology import import_topology
+from brokerage.services.production import job_brokerage, task_brokerage
+from brokerage.topology_import import import_topology
 from matcher import why
-from matcher.models import Job, JobStatus, Pilot, PilotStatus
+from matcher.models import Job, JobStatus
+from pilots.models import Pilot, PilotStatus
 
 
 @pytest.fixture
@@ -33,7 +35,7 @@ def parts(job):
 def test_a_job_waiting_for_brokerage_points_at_its_tasks_decision(panda, api, users):
     Storage.objects.filter(nucleus__isnull=False).update(space_free=0.0)
     task, job = task_job(api, users)
-    services.task_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
     out = why.explain(Job.objects.get(pk=job.pk))
     assert out["headline"].startswith("It waits for brokerage")
     part = parts(job)[f"Brokerage of task {task.pk}"]
@@ -47,8 +49,8 @@ def test_a_brokered_job_shows_its_taskqueue_rank_pilots_and_the_ces_that_can_tak
     panda, api, users
 ):
     task, job = task_job(api, users)
-    services.task_brokerage(rng=random.Random(1))
-    services.job_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
+    job_brokerage(rng=random.Random(1))
     job.refresh_from_db()
     assert job.status == JobStatus.ACTIVATED
     Pilot.objects.create(
@@ -73,7 +75,7 @@ def test_a_brokered_job_shows_its_taskqueue_rank_pilots_and_the_ces_that_can_tak
 def test_the_job_page_shows_the_combined_explanation(panda, api, users, client):
     Storage.objects.filter(nucleus__isnull=False).update(space_free=0.0)
     task, job = task_job(api, users)
-    services.task_brokerage(rng=random.Random(1))
+    task_brokerage(rng=random.Random(1))
     client.force_login(users["erin"])
     html = client.get(f"/jobs/{job.pk}/").content.decode()
     assert "Why is it not running yet?" in html and "holds it back" in html

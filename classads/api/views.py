@@ -6,7 +6,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.response import Response
 
-from classads import ads, analysis, services
+from classads import ads, match_analysis, services
 from classads.api import serializers as s
 from classads.filters import JobAdFilterSet, SiteAdFilterSet
 from classads.models import JobAd, SiteAd
@@ -109,7 +109,7 @@ class JobAdViewSet(VisibleToUserMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         """Against every site ad: does it match, which clause of the job's or the site's
         Requirements fails, and the Rank the job would give it."""
         job_ad = get_object_or_404(self.get_queryset(), pk=pk)
-        rows = analysis.analyse(
+        rows = match_analysis.analyse(
             ads.parse_new(job_ad.text),
             [(sa.name, services.live_ad(sa)) for sa in SiteAd.objects.order_by("id")[:500]],
         )

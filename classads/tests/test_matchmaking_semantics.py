@@ -4,7 +4,7 @@ true, Rank as a float, ties, WantAdRevaluate, `=?=`, integer division, `$$()` an
 import pytest
 from classad2 import ClassAd
 
-from classads import ads, analysis, negotiation, semantics
+from classads import ads, match_analysis, negotiation, semantics
 from classads.models import JobAd, SiteAd
 from classads.tests.conftest import site_ad_text
 from config.cycles import run_cycle
@@ -49,12 +49,12 @@ def test_undefined_is_not_a_match_and_neither_is_its_negation():
     job = ClassAd("[Requirements = true; Rank = 0.0]")  # no Memory: both are UNDEFINED
     assert negotiation.pair_rank(job, site) is None
     assert negotiation.pair_rank(job, negated) is None
-    [row] = analysis.analyse(job, [("s", site)])
+    [row] = match_analysis.analyse(job, [("s", site)])
     assert row["site_clauses"] == [
         {"clause": "TARGET.Memory > 2000", "value": "UNDEFINED", "passes": False}
     ]
     small = ClassAd("[Requirements = true; Rank = 0.0; Memory = 1000]")
-    assert analysis.analyse(small, [("s", site)])[0]["site_clauses"][0]["value"] == "false"
+    assert match_analysis.analyse(small, [("s", site)])[0]["site_clauses"][0]["value"] == "false"
     assert negotiation.pair_rank(small, negated) == 0.0  # false negated is a match
 
 
@@ -63,8 +63,8 @@ def test_meta_equality_is_false_not_undefined_for_a_missing_attribute_and_minds_
     strict = ClassAd("[Requirements = TARGET.WANT_USCMS_MATCHMAKER =?= true]")
     loose = ClassAd("[Requirements = TARGET.WANT_USCMS_MATCHMAKER == true]")
     meta_ne = ClassAd("[Requirements = TARGET.WANT_USCMS_MATCHMAKER =!= true]")
-    assert analysis.clauses(strict, job)[0]["value"] == "false"
-    assert analysis.clauses(loose, job)[0]["value"] == "UNDEFINED"
+    assert match_analysis.clauses(strict, job)[0]["value"] == "false"
+    assert match_analysis.clauses(loose, job)[0]["value"] == "UNDEFINED"
     assert negotiation.pair_rank(job, meta_ne) == 0.0
     named = ClassAd('[Requirements = true; Rank = 0.0; Site = "USCMS"]')
     assert negotiation.pair_rank(named, ClassAd('[Requirements = TARGET.Site == "uscms"]')) == 0.0

@@ -110,7 +110,7 @@ def test_the_monitor_brings_curmatches_back_down_after_the_jobs_finish(seed_site
 
 
 def test_a_pilot_at_the_matched_site_runs_a_node_of_the_dag(seed_site, submit_ad, users):
-    from matcher import match
+    from matcher import dispatcher
     from matcher.models import ComputingElement, Site
 
     dag_id = submit_ad(SEED_DAG_SUBMIT, name="group.dag", nodes=SEED_NODES[:1]).data["id"]
@@ -123,7 +123,7 @@ def test_a_pilot_at_the_matched_site_runs_a_node_of_the_dag(seed_site, submit_ad
         data={"site": "uw-hep", "grid_ce": "dill.hep.wisc.edu", "cpu_time": 86400, "setup": "any"}
     )
     assert body.is_valid(), body.errors
-    found = match.match_job(body.resource(users["admin"]), "pilot-1")
+    found = dispatcher.match_job(body.resource(users["admin"]), "pilot-1")
     assert found is not None
     assert JobAdNode.objects.get(job_id=found.job.id).job_ad_id == dag_id
     assert Job.objects.get(pk=found.job.id).status == JobStatus.SENT

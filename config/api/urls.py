@@ -1,28 +1,7 @@
-"""/api/v1/: one router for the routes every app declares in its api/urls.py."""
+from config.api import views
 
-from django.urls import path
-from rest_framework.authtoken.views import obtain_auth_token
-from rest_framework.routers import DefaultRouter
-
-from brokerage.api.urls import routes as brokerage_routes
-from classads.api.urls import routes as classads_routes
-from config.api import views as api_views
-from matcher.api.urls import routes as matcher_routes
-from shares.api.urls import routes as shares_routes
-
+# The base app's own API routes; the project root composes every app's (gridwms/api_urls.py).
 routes = [
-    *matcher_routes,
-    *shares_routes,
-    *brokerage_routes,
-    *classads_routes,
-    ("config", api_views.ParameterViewSet, "parameter"),
-    ("cycles", api_views.CycleRunViewSet, "cyclerun"),
-]
-
-router = DefaultRouter()
-for prefix, viewset, basename in routes:
-    router.register(prefix, viewset, basename=basename)
-urlpatterns = [
-    path("auth/token/", obtain_auth_token, name="api-token"),
-    *router.urls,
+    ("config", views.ParameterViewSet, "parameter"),
+    ("cycles", views.CycleRunViewSet, "cyclerun"),
 ]

@@ -4,7 +4,7 @@ filtered; the parameters its paging and format read still work."""
 
 import pytest
 
-from config.api.urls import routes
+from gridwms.api_urls import routes
 
 # Every list the router serves, walked from its routes so that a new one is covered too.
 LISTS = [prefix for prefix, viewset, _ in routes if hasattr(viewset, "list")]

@@ -134,11 +134,11 @@ def test_a_failing_statement_still_answers_500_on_the_api_and_the_pages(users):
     assert "Server error" in page.content.decode()
 
 
-# --- the pilots' short path (matcher/api/wsgi.py) ---------------------------------------------
+# --- the pilots' short path (pilots/api/wsgi.py) ---------------------------------------------
 
 
 def _send_match(body: dict, token: str):
-    from config import wsgi
+    from gridwms import wsgi
 
     raw = json.dumps(body).encode()
     environ = {
@@ -205,7 +205,7 @@ def _keep_the_test_transaction():
 def test_a_pilots_match_answers_503_when_the_connection_is_lost_during_the_claim(
     users, monkeypatch, _keep_the_test_transaction
 ):
-    from matcher import pilot_registry
+    from pilots import registry as pilot_registry
 
     def lost(*args, **kwargs):
         # What Django raises when PostgreSQL goes away under a statement (a restart).
@@ -286,7 +286,7 @@ def test_the_pool_is_bounded_and_waits_as_the_environment_says():
         "DB_CONNECT_TIMEOUT": "3",
     }
     script = (
-        "import json; from config import settings as s; "
+        "import json; from gridwms import settings as s; "
         "print(json.dumps(s.DATABASES['default']['OPTIONS']))"
     )
     result = subprocess.run(

@@ -223,7 +223,8 @@ def test_metrics_report_the_installations_state_from_the_database(client, users,
     ran("director", minutes_ago=25 * 60, seconds=100.0)  # outside the 24-hour window
     ran("director", status="failed")
     samples = scrape(client, users["admin"])
-    from matcher.models import Job, Pilot, TaskQueue
+    from matcher.models import Job, TaskQueue
+    from pilots.models import Pilot
 
     assert samples[("gridwms_waiting_jobs", ())] == Job.objects.filter(status="activated").count()
     assert samples[("gridwms_taskqueues", ())] == TaskQueue.objects.count()
@@ -272,7 +273,7 @@ def test_metrics_of_several_processes_are_summed(tmp_path):
     env = {
         **os.environ,
         "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_SETTINGS_MODULE": "gridwms.settings",
     }
     count = (
         "from config.metrics import observe_match;"

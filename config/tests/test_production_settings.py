@@ -126,7 +126,7 @@ def test_production_urls_load_before_collectstatic_has_run(tmp_path):
         SECRET_KEY=SECRET,
         DATABASE_URL=f"sqlite:///{tmp_path / 'empty.sqlite3'}",
         STATIC_ROOT=str(tmp_path / "never-collected"),
-        DJANGO_SETTINGS_MODULE="config.settings",
+        DJANGO_SETTINGS_MODULE="gridwms.settings",
         ALLOWED_HOSTS="testserver",
     )
     result = subprocess.run(

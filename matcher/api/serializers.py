@@ -11,6 +11,7 @@ from config.api.fields import (
     StrictStringListField,
 )
 from matcher.models import ComputingElement, Job, JobStatusHistory, Site, TaskQueue
+from matcher.taskqueues import MULTI_VALUED_FIELDS
 from shares.models import GridGroup
 
 MAX_CPU_TIME = 31_536_000  # one year of CPU seconds
@@ -170,14 +171,7 @@ class JobSerializer(serializers.ModelSerializer):
             "owner_group",
             "setup",
             "cpu_time",
-            "sites",
-            "banned_sites",
-            "grid_ces",
-            "platforms",
-            "submit_pools",
-            "pilot_types",
-            "grid_middlewares",
-            "tags",
+            *MULTI_VALUED_FIELDS,
             "user_priority",
             "status",
             "status_reason",
@@ -228,14 +222,7 @@ class TaskQueueSerializer(serializers.ModelSerializer):
             "owner_group",
             "setup",
             "cpu_time",
-            "sites",
-            "banned_sites",
-            "grid_ces",
-            "platforms",
-            "submit_pools",
-            "pilot_types",
-            "grid_middlewares",
-            "tags",
+            *MULTI_VALUED_FIELDS,
             "priority",
             "waiting_jobs",
             "created",

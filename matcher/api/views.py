@@ -1,5 +1,3 @@
-import time
-
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -7,13 +5,10 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from config import metrics
-from config.api.codec import JsonOnlyNegotiation, OrjsonRenderer
 from config.permissions import StaffOnly, StaffWriteOrReadOnly
-from matcher import match, pilot_registry, selectors, services
+from matcher import dispatcher, selectors, services
 from matcher.api import resources as r
 from matcher.api import serializers as s
-from matcher.api.pilots import JobReportsMixin
 from matcher.filters import JobFilterSet, TaskQueueFilterSet
 from matcher.models import ComputingElement, Job, Site, TaskQueue
 from shares.api.mixins import VisibleToUserMixin
@@ -22,7 +17,6 @@ from shares.ownership import may_act_on
 
 class JobViewSet(
     VisibleToUserMixin,
-    JobReportsMixin,
     mixins.CreateModelMixin,
     viewsets.ReadOnlyModelViewSet,
 ):
@@ -87,7 +81,7 @@ class JobViewSet(
         """Why is this job not running? For a waiting job: every active CE, whether its pilots
         could take the job's TaskQueue, and if not the first matching rule that fails."""
         job = get_object_or_404(self.get_queryset(), pk=pk)
-        return Response(r.JobAnalysisSerializer(match.analyse_job(job)).data)
+        return Response(r.JobAnalysisSerializer(dispatcher.analyse_job(job)).data)
 
     @extend_schema(request=None, responses={200: s.JobDetailSerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])
@@ -116,38 +110,8 @@ class TaskQueueViewSet(VisibleToUserMixin, viewsets.ReadOnlyModelViewSet):
         order, with their priorities, waiting jobs and probability of being drawn (staff)."""
         body = r.ResourceDescriptionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        rows = match.taskqueue_draw_table(body.resource(request.user))
+        rows = dispatcher.taskqueue_draw_table(body.resource(request.user))
         return Response([r.MatchingTaskQueueSerializer.describe(row) for row in rows])
-
-
-class MatchViewSet(viewsets.ViewSet):
-    """A pilot asks for a job: 200 with exactly one job claimed for it, or 204 when none fits."""
-
-    serializer_class = r.ResourceDescriptionSerializer
-    # Pilots speak JSON: no browsable page to negotiate on the busiest endpoint.
-    renderer_classes = [OrjsonRenderer]
-    content_negotiation_class = JsonOnlyNegotiation
-
-    @extend_schema(
-        request=r.ResourceDescriptionSerializer,
-        responses={
-            200: r.MatchedJobSerializer,
-            204: OpenApiResponse(description="no waiting job fits this resource"),
-            400: OpenApiResponse(description="bad resource description"),
-        },
-    )
-    def create(self, request):
-        body = r.ResourceDescriptionSerializer(data=request.data, context={"claim": True})
-        body.is_valid(raise_exception=True)
-        resource = body.resource(request.user)
-        reference = body.validated_data.get("pilot_reference", "")
-        claimant = pilot_registry.resolve_pilot(request.user, reference, resource)
-        started = time.perf_counter()
-        found = pilot_registry.claim(resource, claimant)
-        metrics.observe_match(time.perf_counter() - started, claimed=found is not None)
-        if found is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(r.MatchedJobSerializer.describe(found))
 
 
 class SiteViewSet(viewsets.ModelViewSet):

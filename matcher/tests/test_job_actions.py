@@ -51,7 +51,7 @@ def put_in_state(job: Job, status: str, pilot_reference: str = "") -> Job:
     TaskQueue unless it waits there)."""
     with transaction.atomic():
         if status != JobStatus.ACTIVATED:
-            services._leave_taskqueue(job.pk)
+            services.leave_taskqueues([job.pk])
         Job.objects.filter(pk=job.pk).update(status=status, pilot_reference=pilot_reference)
     job.refresh_from_db()
     return job
@@ -157,7 +157,8 @@ def test_a_staff_reschedule_revokes_the_first_pilots_claim_and_its_reports_are_r
 def test_a_report_racing_a_reschedule_is_refused_under_the_lock(users, submit):
     """The API checks the pilot's claim before the report; the report itself checks it again
     under the job's lock, so a claim revoked in between is not acted on."""
-    from matcher import pilot_registry, pilots
+    from pilots import registry as pilot_registry
+    from pilots import services as pilots
 
     first, _ = pilot_registry.register_pilot(users["pilot"], "p-1", "LCG.CERN.ch")
     second, _ = pilot_registry.register_pilot(users["pilot"], "p-2", "LCG.CERN.ch")

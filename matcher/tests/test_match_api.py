@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from matcher import match
+from matcher import dispatcher
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueue, TaskQueueJob, TaskQueuePriorityCount
 
@@ -126,7 +126,7 @@ def test_the_job_comes_from_the_ten_lowest_ids_at_the_winning_priority(users, su
     rng = random.Random(5)
     seen = set()
     for _ in range(8):
-        m = match.match_job(resource, "p", rng=rng, mode="dirac")
+        m = dispatcher.match_job(resource, "p", rng=rng, mode="dirac")
         seen.add(m.job.id)
         # the remaining jobs are put back so that every draw sees the same TaskQueue
         from matcher import services
@@ -262,15 +262,15 @@ def test_a_job_action_on_a_non_numeric_id_answers_404(api, users, path):
 
 
 def test_the_matcher_sees_priorities_move_inside_one_entity(users, submit):
-    from matcher.priorities import recompute_priorities
+    from matcher.taskqueue_priorities import recompute_priorities
 
     a = submit("alice", cpu_time=100)
     b = submit("alice", cpu_time=100, tags=["GPU"])
     recompute_priorities()
-    before = {t.id: t.priority for t in match.taskqueue_definitions()}
+    before = {t.id: t.priority for t in dispatcher.taskqueue_definitions()}
     assert before[a.task_queue_id] == pytest.approx(before[b.task_queue_id])
     for _ in range(9):
         submit("alice", cpu_time=100, tags=["GPU"])
     recompute_priorities()  # alice's share is the same; it moves between her TaskQueues
-    after = {t.id: t.priority for t in match.taskqueue_definitions()}
+    after = {t.id: t.priority for t in dispatcher.taskqueue_definitions()}
     assert after[b.task_queue_id] == pytest.approx(10 * after[a.task_queue_id])

@@ -3,7 +3,8 @@ page still answers, with what is known of it, so that no link to it is dead."""
 
 from config import clock
 from matcher import services
-from matcher.models import Pilot, TaskQueue
+from matcher.models import TaskQueue
+from pilots.models import Pilot
 
 
 def _emptied_taskqueue(submit, users):

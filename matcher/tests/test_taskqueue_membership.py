@@ -1,6 +1,6 @@
 import pytest
 
-from matcher import match, services
+from matcher import dispatcher, services
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, JobStatusHistory, TaskQueue, TaskQueueJob
 
@@ -44,14 +44,14 @@ def test_a_taskqueue_disappears_when_its_last_job_leaves(submit, users):
 
 
 def test_a_rescheduled_job_joins_the_taskqueue_of_its_definition_again(submit, users):
-    from matcher import pilots
+    from pilots import services as pilots
 
     job = submit("alice", cpu_time=100)
     services.kill_job(job.pk, users["alice"])
     with pytest.raises(services.JobActionError, match="cancelled, which is final"):
         services.reschedule_job(job.pk, users["alice"])
     job = submit("alice", cpu_time=100)
-    match.match_job(Resource(site="LCG.CERN.ch", setup="any", cpu_time=10**6), "p-1")
+    dispatcher.match_job(Resource(site="LCG.CERN.ch", setup="any", cpu_time=10**6), "p-1")
     pilots.report_job(job.pk, JobStatus.FAILED, "payload failed")
     job = services.reschedule_job(job.pk, users["alice"])
     assert job.status == JobStatus.ACTIVATED

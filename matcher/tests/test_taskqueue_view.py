@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from config import clock
 from config.models import SimulationClock
-from matcher import changelog, claims, match, races, services, taskqueue_view
+from matcher import changelog, claims, dispatcher, races, services, taskqueue_view
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueue, TaskQueueChange
-from matcher.priorities import priorities_cycle, recompute_priorities
+from matcher.taskqueue_priorities import priorities_cycle, recompute_priorities
 from shares.models import GridGroup
 
 CERN = Resource(site="LCG.CERN.ch", grid_ce="ce503.cern.ch", setup="any", cpu_time=86400)
@@ -178,11 +178,11 @@ def test_the_audit_repairs_a_change_that_bypassed_the_log(other, submit):
 
 def test_a_stale_view_never_hands_out_a_job_that_left_its_taskqueue(submit, users, monkeypatch):
     job = submit("alice", cpu_time=100)
-    assert [t.id for t in match.matching_taskqueues(CERN)] == [job.task_queue_id]
+    assert [t.id for t in dispatcher.matching_taskqueues(CERN)] == [job.task_queue_id]
     monkeypatch.setattr(taskqueue_view, "REFRESH_SECONDS", 3600.0)  # the view stays stale
     services.kill_job(job.pk, users["alice"])  # and its TaskQueue is dropped
-    assert job.task_queue_id in match.view.tqs
-    assert match.match_job(CERN, "stale") is None
+    assert job.task_queue_id in dispatcher.view.tqs
+    assert dispatcher.match_job(CERN, "stale") is None
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED and job.pilot_reference == ""
 
@@ -200,19 +200,19 @@ def test_a_private_pilot_with_a_stale_view_of_jobsharing_takes_no_other_owners_j
         owner_group_id=mc.pk,
         private=True,
     )
-    assert [t.id for t in match.matching_taskqueues(carols_pilot)] == [erins.task_queue_id]
+    assert [t.id for t in dispatcher.matching_taskqueues(carols_pilot)] == [erins.task_queue_id]
     monkeypatch.setattr(taskqueue_view, "REFRESH_SECONDS", 3600.0)
     from shares.services import update_group
 
     update_group(mc, {"job_sharing": False})
-    assert match.view.tqs[erins.task_queue_id].job_sharing  # stale
-    assert match.match_job(carols_pilot, "carol-1") is None  # the claim checked the group
+    assert dispatcher.view.tqs[erins.task_queue_id].job_sharing  # stale
+    assert dispatcher.match_job(carols_pilot, "carol-1") is None  # the claim checked the group
     erins.refresh_from_db()
     assert erins.status == JobStatus.ACTIVATED
     monkeypatch.setattr(taskqueue_view, "REFRESH_SECONDS", 0.0)
-    assert match.matching_taskqueues(carols_pilot) == []  # the view caught up: not hers
+    assert dispatcher.matching_taskqueues(carols_pilot) == []  # the view caught up: not hers
     erins_pilot = Resource(**{**carols_pilot.__dict__, "owner_id": users["erin"].pk})
-    assert match.match_job(erins_pilot, "erin-1").job.id == erins.pk
+    assert dispatcher.match_job(erins_pilot, "erin-1").job.id == erins.pk
 
 
 def test_a_taskqueue_refilled_before_its_drop_is_kept_and_drawn_again(world, submit):
@@ -220,7 +220,7 @@ def test_a_taskqueue_refilled_before_its_drop_is_kept_and_drawn_again(world, sub
 
     job = submit("alice", cpu_time=100)
     tq = job.task_queue_id
-    view = match.view
+    view = dispatcher.view
     assert tq_ids(view) == [tq]
     view.park([tq])  # this process emptied it, as a match would
     assert tq_ids(view) == []
@@ -230,7 +230,7 @@ def test_a_taskqueue_refilled_before_its_drop_is_kept_and_drawn_again(world, sub
     keeper._drop([([tq], view.dropped_or_kept)])
     assert TaskQueue.objects.filter(pk=tq).exists()
     assert tq_ids(view) == [tq]
-    assert match.match_job(CERN, "p").job.id in {job.pk, again.pk}
+    assert dispatcher.match_job(CERN, "p").job.id in {job.pk, again.pk}
 
 
 @pytest.mark.parametrize("mode", ["proportional", "dirac"])

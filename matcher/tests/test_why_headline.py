@@ -6,9 +6,10 @@ import random
 
 from config import gdpconfig
 from config.cycles import run_cycle
-from matcher import match, why
-from matcher.models import Credential, Job, JobStatus
+from matcher import dispatcher, why
+from matcher.models import Job, JobStatus
 from matcher.tests.test_job_actions import put_in_state
+from pilots.models import Credential
 
 URL = "/api/v1/jobs/"
 
@@ -21,7 +22,7 @@ def test_right_after_submitting_a_job_no_ce_can_take_the_page_says_so_first(
 
     monkeypatch.setattr(taskqueue_view, "REFRESH_SECONDS", 3600.0)
     submit("alice", cpu_time=100)
-    match.taskqueue_definitions()
+    dispatcher.taskqueue_definitions()
     r = api(users["alice"]).post(URL, {"cpu_time": 100, "tags": ["4Procesors"]}, format="json")
     job_id = r.data["id"]
     client.force_login(users["alice"])

@@ -33,7 +33,7 @@ def test_finished_jobs_older_than_their_age_go_with_their_history_and_younger_on
 
 def test_waiting_and_running_jobs_are_never_deleted_however_old(submit, killed, age, ages):
     from matcher.models import Job, JobStatus
-    from matcher.pilots import report_job
+    from pilots.services import report_job
 
     ages(jobs=1)
     waiting = submit("alice")
@@ -52,7 +52,7 @@ def test_waiting_and_running_jobs_are_never_deleted_however_old(submit, killed, 
 def test_finished_jobs_of_a_live_task_stay_until_the_task_is_done(users, age, ages, api):
     from brokerage import demo
     from brokerage.models import Task, TaskJob, TaskStatus
-    from brokerage.topology import import_topology
+    from brokerage.topology_import import import_topology
     from matcher import services
     from matcher.models import Job
 
@@ -114,7 +114,7 @@ def _logs_at(now, task, tq_id: int) -> dict[str, int]:
     """One row of every log kind at `now`; returns their ids by kind."""
     from brokerage.models import BrokerageRun
     from config.models import CycleRun
-    from matcher.models import DirectorDecision
+    from pilots.models import DirectorDecision
     from timeouts.models import TimeoutAction
 
     run = CycleRun.objects.create(kind="director", started=now, finished=now, status="success")
@@ -144,8 +144,8 @@ def _logs_at(now, task, tq_id: int) -> dict[str, int]:
 
 
 def _pilot(reference: str, to: str | None):
-    from matcher.models import Pilot
-    from matcher.pilots import set_pilot_status
+    from pilots.models import Pilot
+    from pilots.services import set_pilot_status
 
     now = clock.now()
     pilot = Pilot.objects.create(
@@ -180,7 +180,7 @@ def task(users):
 def test_each_kind_of_log_is_kept_for_its_own_age(task, age, ages):
     from brokerage.models import BrokerageRun
     from config.models import CycleRun
-    from matcher.models import DirectorDecision, Pilot, PilotStatusHistory
+    from pilots.models import DirectorDecision, Pilot, PilotStatusHistory
     from timeouts.models import TimeoutAction
 
     models = {

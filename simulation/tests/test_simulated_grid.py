@@ -9,11 +9,13 @@ from django.utils import timezone
 
 from brokerage import demo as panda_demo
 from brokerage.models import Task
-from brokerage.topology import import_topology
+from brokerage.topology_import import import_topology
 from config import clock
 from config.models import CycleRun, SimulationClock
-from matcher import bulk, demo
-from matcher.models import Job, JobStatus, Pilot, PilotStatus
+from matcher import bulk
+from matcher.models import Job, JobStatus
+from pilots import demo as pilot_demo
+from pilots.models import Pilot, PilotStatus
 from simulation import services
 
 
@@ -63,7 +65,7 @@ def test_a_bad_speed_is_refused_naming_the_field_and_nothing_changes(db, speed):
 def test_a_tick_brings_work_runs_the_due_cycles_and_silences_some_pilots(world):
     import_topology(panda_demo.topology())
     bulk.load_jobs(200, seed=7, batch_size=100)
-    demo.first_pilots()
+    pilot_demo.first_pilots()
     pilots_running = Pilot.objects.filter(grid_type="Simulated", status=PilotStatus.RUNNING)
     assert pilots_running.exists()
     jobs_before = Job.objects.count()
@@ -82,7 +84,7 @@ def test_a_tick_brings_work_runs_the_due_cycles_and_silences_some_pilots(world):
 
 def test_live_pilots_send_heartbeats_and_silent_ones_do_not(world):
     bulk.load_jobs(200, seed=7, batch_size=100)
-    demo.first_pilots()
+    pilot_demo.first_pilots()
     running = list(Job.objects.filter(status=JobStatus.RUNNING).exclude(pilot_reference=""))
     assert len(running) >= 2
     Job.objects.update(heartbeat=None)

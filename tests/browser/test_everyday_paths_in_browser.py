@@ -9,6 +9,7 @@ import pytest
 
 from config import clock, gdpconfig
 from matcher import bulk, demo
+from pilots import demo as pilot_demo
 
 pytestmark = pytest.mark.browser
 
@@ -142,11 +143,11 @@ def test_without_scripts_a_destructive_action_asks_on_a_page_of_its_own(page, wo
 @pytest.fixture
 def grid(world):
     from brokerage import demo as panda_demo
-    from brokerage.topology import import_topology
+    from brokerage.topology_import import import_topology
     from config.cycles import run_cycle
 
     bulk.load_jobs(200, seed=7, batch_size=100)
-    demo.first_pilots()
+    pilot_demo.first_pilots()
     import_topology(panda_demo.topology())
     run_cycle("negotiator")
 
@@ -175,7 +176,8 @@ NARROW_PAGES = [
 
 
 def test_at_a_phones_width_no_main_page_scrolls_sideways(page, grid):
-    from matcher.models import Job, Pilot, TaskQueue
+    from matcher.models import Job, TaskQueue
+    from pilots.models import Pilot
 
     page.page.set_viewport_size({"width": 390, "height": 844})
     page.login("admin", demo.ADMIN_PASSWORD)
@@ -213,7 +215,7 @@ def test_plotly_is_fetched_only_for_a_page_with_a_chart_and_the_charts_draw(page
 
 
 def test_a_pilots_long_jdl_stays_inside_its_card(page, world):
-    from matcher.models import Pilot
+    from pilots.models import Pilot
 
     now = clock.now()
     requirements = " || ".join(
@@ -258,7 +260,7 @@ def test_the_api_documentation_loads_nothing_from_another_host(page, world):
 
 def test_a_pilots_link_to_an_emptied_taskqueue_leads_to_its_page(page, world, submit):
     from matcher import services
-    from matcher.models import Pilot
+    from pilots.models import Pilot
 
     job = submit("alice", cpu_time=100)
     now = clock.now()

@@ -1,6 +1,7 @@
 import pytest
 
 from matcher import bulk, demo
+from pilots import demo as pilot_demo
 
 pytestmark = pytest.mark.browser
 
@@ -9,7 +10,7 @@ pytestmark = pytest.mark.browser
 def grid(transactional_db):
     demo.create_world()
     bulk.load_jobs(300, seed=7, batch_size=100)
-    demo.first_pilots()
+    pilot_demo.first_pilots()
 
 
 PAGES = {
@@ -138,7 +139,7 @@ def test_staff_edit_a_jobshare_in_the_admin_and_the_shares_page_shows_it(page, g
 def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, grid):
     from brokerage import demo as panda_demo
     from brokerage.models import Task
-    from brokerage.topology import import_topology
+    from brokerage.topology_import import import_topology
     from config.cycles import run_cycle
 
     import_topology(panda_demo.topology())
@@ -175,7 +176,7 @@ def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, gr
 def test_a_user_reads_the_analysis_page_with_its_stabilizer_chart(page, grid):
     from brokerage import demo as panda_demo
     from brokerage.models import GlobalShare
-    from brokerage.topology import import_topology
+    from brokerage.topology_import import import_topology
 
     import_topology(panda_demo.topology())
     GlobalShare.objects.create(name="User Analysis", target_pct=20.0)

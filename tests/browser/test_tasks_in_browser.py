@@ -17,7 +17,7 @@ PILOTS = itertools.count(1)
 def panda_world(transactional_db):
     from brokerage import demo as panda_demo
     from brokerage.models import GlobalShare
-    from brokerage.topology import import_topology
+    from brokerage.topology_import import import_topology
 
     demo.create_world()
     import_topology(panda_demo.topology())

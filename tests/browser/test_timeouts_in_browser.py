@@ -8,7 +8,7 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def timed_out(transactional_db):
     from brokerage import demo as panda_demo
-    from brokerage.topology import import_topology
+    from brokerage.topology_import import import_topology
     from config import clock
     from matcher import services
     from matcher.models import Job, JobStatus

@@ -11,38 +11,21 @@ from datetime import UTC, datetime
 import pytest
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from matcher import demo
 from matcher import services as job_services
 from shares.models import User
+from tests._migrations import historical_apps, migrate
 from timeouts.models import TimeoutAction
 
 BEFORE_THE_MOVE = [("brokerage", "0008_task_setup_default_setup"), ("timeouts", None)]
 FIELDS = ("id", "cycle_run", "at", "rule", "job_id", "from_status", "to_status", "queue", "reason")
 
 
-def _migrate(targets):
-    """Migrate to `targets` (None: the latest of every app); the state the database is at."""
-    executor = MigrationExecutor(connection)
-    if targets is None:
-        targets = executor.loader.graph.leaf_nodes()
-    state = executor.migrate(targets)
-    ContentType.objects.clear_cache()
-    return state
-
-
 @pytest.fixture
 def before_the_move(transactional_db):
     """The historical apps of a database at brokerage 0008 (TimeoutAction still in brokerage)."""
-    try:
-        yield _migrate(BEFORE_THE_MOVE).apps
-    finally:
-        _migrate(None)
-        assert not MigrationExecutor(connection).migration_plan(
-            MigrationExecutor(connection).loader.graph.leaf_nodes()
-        ), "the test database must be left at the latest migrations"
+    yield from historical_apps(BEFORE_THE_MOVE)
 
 
 def test_timeout_actions_written_before_the_move_are_read_after_it_with_every_value_kept(
@@ -90,7 +73,7 @@ def test_timeout_actions_written_before_the_move_are_read_after_it_with_every_va
     written = [old.objects.create(**row) for row in rows]
     expected = sorted(tuple(getattr(r, f) for f in FIELDS) for r in written)
 
-    _migrate(None)
+    migrate(None)
 
     assert TimeoutAction._meta.db_table == "brokerage_timeoutaction"
     read = sorted(TimeoutAction.objects.values_list(*FIELDS))
@@ -116,7 +99,7 @@ def test_the_permissions_on_timeout_actions_follow_the_model_to_timeouts(before_
         "view_timeoutaction",
     }
 
-    _migrate(None)
+    migrate(None)
 
     assert not ContentType.objects.filter(app_label="brokerage", model="timeoutaction").exists()
     moved = ContentType.objects.get_for_model(TimeoutAction)

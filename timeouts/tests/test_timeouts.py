@@ -7,16 +7,19 @@ from datetime import timedelta
 import pytest
 from django.db import transaction
 
-from brokerage import demo, services
+from brokerage import demo
 from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus
-from brokerage.topology import import_topology
+from brokerage.services.production import job_brokerage, task_brokerage
+from brokerage.services.submission import submit_task
+from brokerage.topology_import import import_topology
 from config import clock, gdpconfig
 from config.cycles import run_cycle
 from config.models import CycleRun
-from matcher import match, pilots
+from matcher import dispatcher
 from matcher import services as job_services
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueueJob, TaskQueuePriorityCount
+from pilots import services as pilots
 from shares.models import GridGroup
 from timeouts.models import TimeoutAction
 from timeouts.services import timeouts_cycle
@@ -45,7 +48,7 @@ def make_task(panda, users):
             "n_jobs": n,
             "n_events_per_job": 10,
         }
-        task = services.submit_task(users["erin"], fields, [])
+        task = submit_task(users["erin"], fields, [])
         Task.objects.filter(pk=task.pk).update(status=TaskStatus.RUNNING)
         return task
 
@@ -71,7 +74,7 @@ def place(jobs, queue_name, status=JobStatus.ACTIVATED, **fields):
         TaskJob.objects.filter(job_id__in=ids).update(queue=q)
         if status != JobStatus.ACTIVATED:
             for i in ids:
-                job_services._leave_taskqueue(i)
+                job_services.leave_taskqueues([i])
             site = q.site.name if status in ("sent", "starting", "running", "holding") else ""
             if status == "transferring":
                 site = q.site.name
@@ -419,7 +422,7 @@ def test_a_job_the_pilot_reported_on_meanwhile_is_left_alone(make_task, monkeypa
 
 def test_a_job_whose_pilot_stops_sending_heartbeats_fails_after_2_hours(panda, submit):
     job = submit("alice", cpu_time=1000, sites=[PIC])
-    found = match.match_job(
+    found = dispatcher.match_job(
         Resource(site=PIC, grid_ce="ce07.pic.es", cpu_time=86400, setup="any"), "pilot-e2e"
     )
     assert found is not None and found.job.id == job.pk
@@ -448,7 +451,7 @@ def test_a_job_whose_pilot_stops_sending_heartbeats_fails_after_2_hours(panda, s
 def test_a_rebrokered_task_job_comes_back_through_job_brokerage(panda, users):
     from matcher.models import Site
 
-    task = services.submit_task(
+    task = submit_task(
         users["erin"],
         {
             "name": "ttbar",
@@ -459,11 +462,11 @@ def test_a_rebrokered_task_job_comes_back_through_job_brokerage(panda, users):
         },
         [],
     )
-    services.task_brokerage(rng=random.Random(3))
-    assert services.job_brokerage(rng=random.Random(3))["jobs"] == 2
+    task_brokerage(rng=random.Random(3))
+    assert job_brokerage(rng=random.Random(3))["jobs"] == 2
     [job, other] = task_jobs(task)
     site = job.sites[0]
-    found = match.match_job(
+    found = dispatcher.match_job(
         Resource(site=site, grid_ce="any", cpu_time=86400, setup="LHCb-Production"), "p-1"
     )
     assert found is not None
@@ -480,7 +483,7 @@ def test_a_rebrokered_task_job_comes_back_through_job_brokerage(panda, users):
     waiting = Job.objects.get(pk=other.pk if matched.pk == job.pk else job.pk)
     assert waiting.status == "defined" and waiting.site == ""
     assert Task.objects.get(pk=task.pk).status == TaskStatus.READY
-    result = services.job_brokerage(rng=random.Random(4))
+    result = job_brokerage(rng=random.Random(4))
     assert result["jobs"] == 1
     waiting.refresh_from_db()
     assert waiting.status == "activated"

@@ -1,8 +1,9 @@
 from django.core.management.base import BaseCommand
 
-from brokerage import demo, services
+from brokerage import demo
 from brokerage.models import Dataset, GlobalShare, PandaQueue, Task
-from brokerage.topology import import_topology
+from brokerage.services.submission import submit_task
+from brokerage.topology_import import import_topology
 from config.cycles import run_cycle
 from shares.models import GridGroup, User
 
@@ -29,13 +30,13 @@ class Command(BaseCommand):
             for spec in demo.DEMO_TASKS:
                 spec = dict(spec)
                 inputs = [(Dataset.objects.get(name=n), True) for n in spec.pop("inputs", [])]
-                services.submit_task(owner, {"owner_group": group, **spec}, inputs)
+                submit_task(owner, {"owner_group": group, **spec}, inputs)
             alice = User.objects.get(username="alice")
             user_group = GridGroup.objects.get(name="lhcb_user")
             for spec in demo.DEMO_ANALYSIS_TASKS:
                 spec = dict(spec)
                 inputs = [(Dataset.objects.get(name=n), True) for n in spec.pop("inputs", [])]
-                services.submit_task(alice, {"owner_group": user_group, **spec}, inputs)
+                submit_task(alice, {"owner_group": user_group, **spec}, inputs)
             for kind in ("task_brokerage", "job_brokerage", "analysis_brokerage"):
                 run = run_cycle(kind)
                 self.stdout.write(f"{kind}: {run.status} {run.counts}")

@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from brokerage.topology import TopologyError, import_topology
+from brokerage.topology_import import TopologyError, import_topology
 
 
 class Command(BaseCommand):

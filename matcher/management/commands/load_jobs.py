@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from config.progress import ProgressBar
 from matcher.bulk import LoadError, load_jobs
-from matcher.priorities import recompute_priorities
+from matcher.taskqueue_priorities import recompute_priorities
 
 
 class Command(BaseCommand):

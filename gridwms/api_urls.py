@@ -1,0 +1,39 @@
+"""/api/v1/: one router for the routes every app declares in its api/urls.py."""
+
+from django.urls import path
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
+
+from brokerage.api.urls import routes as brokerage_routes
+from classads.api.urls import routes as classads_routes
+from config.api.urls import routes as config_routes
+from matcher.api.urls import routes as matcher_routes
+from pilots.api.urls import extends as pilots_extends
+from pilots.api.urls import routes as pilots_routes
+from shares.api.urls import routes as shares_routes
+
+# The pilots' routes first: /match/ is the busiest endpoint, and URLs resolve in this order.
+routes = [
+    *pilots_routes,
+    *matcher_routes,
+    *shares_routes,
+    *brokerage_routes,
+    *classads_routes,
+    *config_routes,
+]
+
+
+def _extended(prefix: str, viewset: type) -> type:
+    """The viewset with the actions other apps add to its collection (an app above the one
+    that owns it: the pilots' job reports on the matcher's jobs)."""
+    mixins = [extra[prefix] for extra in (pilots_extends,) if prefix in extra]
+    return type(viewset.__name__, (*mixins, viewset), {}) if mixins else viewset
+
+
+router = DefaultRouter()
+for prefix, viewset, basename in routes:
+    router.register(prefix, _extended(prefix, viewset), basename=basename)
+urlpatterns = [
+    path("auth/token/", obtain_auth_token, name="api-token"),
+    *router.urls,
+]

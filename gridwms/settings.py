@@ -1,0 +1,327 @@
+"""gridwms settings (the project root, gridwms/): one module, driven by the environment.
+
+SQLite is the default so that a fresh checkout runs with no service; set DATABASE_URL
+(postgres://...) for PostgreSQL, which production and the concurrency tests use.
+"""
+
+import os
+import socket
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import dj_database_url
+
+from config.logs import logging_config
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def env_float(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
+
+
+DEBUG = env_bool("DEBUG", True)
+TESTING = env_bool("GRIDWMS_TESTING", "pytest" in sys.modules)
+# Production: DEBUG off outside the test suite (`make serve`, gunicorn -c gridwms/gunicorn.conf.py).
+PRODUCTION = not DEBUG and not TESTING
+
+
+def required_in_production(name: str, development_default: str) -> str:
+    """A setting production must be given: without it, one line naming the variable and exit
+    (no traceback: an operator reads it in a terminal or a unit's log)."""
+    value = os.environ.get(name, "").strip()
+    if value:
+        return value
+    if PRODUCTION:
+        raise SystemExit(
+            f"gridwms: {name} is not set; production (DEBUG=0) refuses to start without it "
+            "(see README, Production)"
+        )
+    return development_default
+
+
+SECRET_KEY = required_in_production(
+    "SECRET_KEY", "gridwms-development-key-change-me-in-production-0123456789"
+)
+DATABASE_URL = required_in_production("DATABASE_URL", "")
+ALLOWED_HOSTS = [
+    h
+    for h in os.environ.get(
+        "ALLOWED_HOSTS", "127.0.0.1,localhost" if PRODUCTION else "127.0.0.1,localhost,testserver"
+    ).split(",")
+    if h
+]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# A refused form gets the framed 403 page saying to reload, not Django's bare one.
+CSRF_FAILURE_VIEW = "config.error_pages.csrf_failure"
+
+# Behind a TLS-terminating proxy (README, Production): each is Django's setting of the same name,
+# off by default so that a host answers plain HTTP on its own address (curl, health checks).
+if os.environ.get("SECURE_PROXY_SSL_HEADER"):
+    # The header the proxy sets to "https", e.g. X-Forwarded-Proto; the proxy must overwrite it.
+    _header = os.environ["SECURE_PROXY_SSL_HEADER"].strip().upper().replace("-", "_")
+    SECURE_PROXY_SSL_HEADER = (f"HTTP_{_header}", "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Load balancers and Prometheus ask the hosts directly, over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+
+# The name this host records on the cycle runs it claims (several hosts share one database).
+NODE_NAME = os.environ.get("NODE_NAME", "").strip() or socket.gethostname()
+
+# `make run` drives the demo with the simulated grid's shared, accelerated clock.
+SIMULATED_CLOCK = os.environ.get("GRIDWMS_SIMULATED_CLOCK", "") == "1"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_q",
+    "config",
+    "shares",
+    "matcher",
+    "pilots",
+    "brokerage",
+    "timeouts",
+    "classads",
+    "simulation",
+    "retention",
+]
+
+MIDDLEWARE = [
+    "config.metrics.RequestMetricsMiddleware",
+    "config.middleware.RequestSizeLimitMiddleware",
+    "config.middleware.DatabaseUnavailableMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.middleware.LoginRequiredMiddleware",
+]
+
+ROOT_URLCONF = "gridwms.urls"
+WSGI_APPLICATION = "gridwms.wsgi.application"
+ASGI_APPLICATION = "gridwms.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "config.context_processors.simulated_clock",
+            ],
+        },
+    },
+]
+
+# --- Databases -------------------------------------------------------------------------------
+DATABASES = {
+    "default": dj_database_url.config(
+        default=f"sqlite:///{os.environ.get('SQLITE_PATH', BASE_DIR / 'db.sqlite3')}",
+        conn_max_age=0,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # IMMEDIATE takes the write lock at BEGIN, so concurrent writers queue on busy_timeout
+    # instead of failing a deferred-transaction lock upgrade ("database is locked").
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": (
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"
+        ),
+    }
+    # Tests use a file, not memory: the live server's threads and the pilot processes then
+    # share one database with WAL and the busy timeout, as in production.
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.environ.get("SQLITE_TEST_PATH")
+        or str(Path(tempfile.gettempdir()) / f"gridwms-test-{os.getpid()}.sqlite3")
+    }
+else:
+    # PostgreSQL. Django turns psycopg's prepared statements off (for external poolers); the
+    # matcher's hot statements are prepared explicitly, so only switch automatic preparation
+    # off (a threshold never reached) instead of disabling it.
+    DATABASES["default"]["OPTIONS"] = {"prepare_threshold": 10**9}
+    # A server that does not answer fails the request in seconds (a 503, below), not after
+    # the kernel's TCP timeout.
+    DATABASES["default"]["OPTIONS"]["connect_timeout"] = env_int("DB_CONNECT_TIMEOUT", 5)
+    if env_bool("DB_POOL", False):
+        # Bounded per process. A request waits at most DB_POOL_TIMEOUT seconds for a free
+        # connection, then answers 503 with Retry-After rather than queueing behind a burst.
+        DATABASES["default"]["OPTIONS"]["pool"] = {
+            "min_size": env_int("DB_POOL_MIN_SIZE", 1),
+            "max_size": env_int("DB_POOL_MAX_SIZE", env_int("WEB_THREADS", 4)),
+            "timeout": env_float("DB_POOL_TIMEOUT", 5.0),
+        }
+    else:
+        # Persistent connections: a new one costs a pilot's request ~6 ms (connect + plan).
+        DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60)
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A request that cannot reach the database (refused, down, the pool exhausted) answers 503 with
+# this Retry-After, in seconds (config.error_pages.database_unavailable).
+DB_RETRY_AFTER = env_int("DB_RETRY_AFTER", 5)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "shares.User"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+if TESTING:
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- Static files: everything served locally through whitenoise, no CDN ---------------------------
+STATIC_URL = "static/"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "config.staticfinders.PlotlyJsFinder",
+    "config.staticfinders.RedocFinder",
+]
+# Production serves what `collectstatic` wrote: names carrying their content's hash (cached for
+# a year, immutable) from the manifest, compressed. Development serves from the finders.
+STATIC_MANIFEST = env_bool("STATIC_MANIFEST", not DEBUG)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if STATIC_MANIFEST
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
+# In development whitenoise serves from the finders; staticfiles/ exists only after collectstatic.
+warnings.filterwarnings("ignore", message="No directory at")
+
+# Request bodies over this answer 413 (config.middleware.RequestSizeLimitMiddleware); forms
+# and uploads are held to it too. A submission of MaxJobsPerSubmission jobs must fit.
+REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BYTES
+
+# --- Cache shared by all processes (gdpconfig generation, throttles) ---------------------------
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# --- REST API ---------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    # Token first: a client presenting a token is that token's user (cached a few seconds per
+    # process, config/api/authentication.py), with no session to look up.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "config.api.authentication.CachedTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # orjson both ways; bodies nested deeper than 64 levels answer 400 (config/api/codec.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.api.codec.OrjsonParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_RENDERER_CLASSES": [
+        "config.api.codec.OrjsonRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": ["config.filters.StrictFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "config.pagination.DefaultCursorPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    # Anonymous visitors see the login page only (DESIGN §5), not even the API's description.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "TITLE": "gridwms API",
+    "DESCRIPTION": (
+        "Grid workload management: jobs, TaskQueues, sites, shares and live parameters. "
+        "Authenticate with a session or with `Authorization: Token <key>`."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "matcher.models.JobStatus.choices",
+        "CycleRunStatusEnum": "config.models.CYCLE_STATUS_CHOICES",
+        "ComputingElementStatusEnum": "matcher.models.CE_STATUS_CHOICES",
+        "PilotStatusEnum": "pilots.models.PilotStatus.choices",
+        "JobReportStatusEnum": "pilots.api.views.JOB_REPORT_CHOICES",
+        "JobAdStatusEnum": "classads.models.JOB_AD_STATUS_CHOICES",
+        "TaskKindEnum": "brokerage.models.TASK_KIND_CHOICES",
+        "BrokerageRunKindEnum": "brokerage.models.BROKERAGE_RUN_KIND_CHOICES",
+    },
+}
+
+# --- Background cycles: django-q2 with the ORM broker (no extra service) -------------------------
+Q_CLUSTER = {
+    "name": "gridwms",
+    "orm": "default",
+    "workers": env_int("Q_WORKERS", 2),
+    "timeout": 300,
+    "retry": 360,
+    "max_attempts": 1,
+    "ack_failures": True,
+    "catch_up": False,
+    "save_limit": 1000,
+    "poll": 1.0,
+    "sync": env_bool("Q_SYNC", False),
+}
+
+# /metrics (config/metrics.py): staff tokens, and these addresses or networks (comma-separated,
+# e.g. the Prometheus server's). Behind a proxy every request comes from the proxy's address:
+# list only addresses the proxy does not forward from.
+METRICS_ALLOWED_ADDRESSES = [
+    a.strip() for a in os.environ.get("METRICS_ALLOWED_ADDRESSES", "").split(",") if a.strip()
+]
+
+# Plain text, or one JSON object per line with LOG_FORMAT=json (config/logs.py).
+LOGGING = logging_config(os.environ.get("LOG_LEVEL", "INFO"))

@@ -1,0 +1,263 @@
+"""What moves a job once it exists, in the grid's words: brokerage placing it or holding it
+back, its owner or staff killing or rescheduling it, its pilot reporting on it and sending
+heartbeats, and the retention cycle purging it when old. Each through
+matcher.services.moves (one lock order, checked against matcher.lifecycle, a history row per
+move, TaskQueue membership kept exact).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from django.db import connection, models, transaction
+
+from config import clock, db, gdpconfig
+from matcher import lifecycle, taskqueues
+from matcher.lifecycle import ACTIVATED, AT_WORK_STATES, CANCELLED, CLAIMED_STATES
+from matcher.models import MULTI_VALUED_FIELDS, Job, TaskQueueJob
+from matcher.services import enqueue, moves
+from matcher.services.moves import JobActionError, MoveRefused, NotHeld
+from matcher.services.submission import WAITING
+
+# --- brokerage -----------------------------------------------------------------------------------
+
+
+def activate_jobs(sites_by_job: dict[int, Sequence[str]], reason: str) -> int:
+    """Brokerage placed these jobs: restrict each to its sites and let it wait in the TaskQueue
+    of its new definition. Jobs no longer waiting for brokerage are left alone. Call inside a
+    transaction; returns the number of jobs activated.
+
+    Written for thousands of jobs a cycle: rows are read as tuples, one TaskQueue lookup per
+    distinct definition, one UPDATE per (sites, TaskQueue), bulk inserts."""
+    now = clock.now()
+    segments = gdpconfig.get("CPUSegments")
+    others = [f for f in MULTI_VALUED_FIELDS if f != "sites"]
+    rows = list(
+        Job.objects.select_for_update()
+        .filter(pk__in=sorted(sites_by_job), status__in=lifecycle.WAITING_TO_BROKER)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "status",
+            "owner_id",
+            "owner_group_id",
+            "setup",
+            "cpu_time",
+            "user_priority",
+            *others,
+        )
+    )
+    if not rows:
+        return 0
+    defs, placed = {}, []  # placed: (job, status, priority, definition key, sites)
+    for pk, status, owner, group, setup, cpu, prio, *multi in rows:
+        moves.check_move(moves.BROKERAGE, pk, status, ACTIVATED)
+        sites = tuple(taskqueues.canonical_values(sites_by_job[pk]))
+        requirements = {"sites": sites, **dict(zip(others, multi, strict=True))}
+        defn = taskqueues.definition(owner, group, setup, cpu, requirements, segments)
+        key = taskqueues.definition_key(defn)
+        defs.setdefault(key, defn)
+        placed.append((pk, status, prio, key, sites))
+    tq_of = {
+        key: tq.pk
+        for key, tq in zip(defs, enqueue.taskqueues_for(list(defs.values())), strict=True)
+    }
+    groups: dict[tuple, list[int]] = {}
+    for pk, _status, _prio, key, sites in placed:
+        groups.setdefault((sites, tq_of[key]), []).append(pk)
+    status_reason = f"{WAITING}; {reason}"[:255]
+    for (sites, tq_id), ids in groups.items():
+        Job.objects.filter(pk__in=ids).update(
+            sites=list(sites),
+            task_queue_id=tq_id,
+            status=ACTIVATED,
+            status_reason=status_reason,
+            status_changed=now,
+        )
+    enqueue.join_taskqueues([(pk, tq_of[key], prio) for pk, _s, prio, key, _ in placed])
+    moves.record_history(
+        [
+            (pk, now, status, ACTIVATED, f"{reason}; joined TaskQueue {tq_of[key]}")
+            for pk, status, _prio, key, _sites in placed
+        ]
+    )
+    return len(rows)
+
+
+def set_waiting_status(job_ids: Iterable[int], to: str, reason: str) -> int:
+    """Brokerage holds jobs back: those still waiting for it move to pending / throttled /
+    defined, with history. Call inside a transaction; returns the number moved."""
+    now = clock.now()
+    jobs = list(
+        Job.objects.select_for_update()
+        .filter(pk__in=sorted(set(job_ids)), status__in=lifecycle.WAITING_TO_BROKER)
+        .exclude(status=to)
+        .order_by("pk")
+        .values_list("pk", "status")
+    )
+    for pk, status in jobs:
+        moves.check_move(moves.BROKERAGE_HOLDS, pk, status, to)
+    moves.record_history([(pk, now, status, to, reason) for pk, status in jobs])
+    Job.objects.filter(pk__in=[pk for pk, _ in jobs]).update(
+        status=to, status_reason=reason[:255], status_changed=now
+    )
+    return len(jobs)
+
+
+# --- a user's actions ----------------------------------------------------------------------------
+
+
+def _refuse_unless_allowed(action: str, job: Job, user) -> None:
+    reason = lifecycle.refusal(action, job.status, user.is_staff)
+    if reason is not None:
+        raise JobActionError(
+            f"job {job.pk} cannot be {lifecycle.JOB_ACTIONS[action].done}: {reason}"
+        )
+
+
+def kill_job(job_id: int, user, reason: str = "") -> Job:
+    """Cancel a live job (lifecycle.JOB_ACTIONS["kill"]; JobActionError otherwise): it leaves
+    its TaskQueue, which is dropped after the commit if that left it empty."""
+
+    def attempt() -> tuple[Job, int | None]:
+        with transaction.atomic():
+            job = moves.lock_job(job_id)
+            _refuse_unless_allowed("kill", job, user)
+            why = reason or f"killed by {user.get_username()}"
+            return job, moves.move_job(job, CANCELLED, why, by=moves.KILL)
+
+    job, left = moves.retry_on_race(attempt)
+    enqueue.drop_if_empty([left])
+    return job
+
+
+def reschedule_job(job_id: int, user) -> Job:
+    """Send a job back to wait in the TaskQueue of its (current) definition, from the states
+    `lifecycle.JOB_ACTIONS` allows; a pilot's claim on it is revoked (its reference cleared, so
+    that its later reports are refused)."""
+
+    def attempt() -> tuple[Job, int | None]:
+        with transaction.atomic():
+            job = moves.lock_job(job_id)
+            _refuse_unless_allowed("reschedule", job, user)
+            limit = gdpconfig.get("MaxRescheduling")
+            if job.reschedule_count >= limit:
+                raise JobActionError(
+                    f"job {job_id} was rescheduled {job.reschedule_count} times "
+                    f"(MaxRescheduling = {limit})"
+                )
+            revoked = (
+                f"; pilot {job.pilot_reference}'s claim revoked" if job.pilot_reference else ""
+            )
+            left = moves.move_job(
+                job,
+                ACTIVATED,
+                f"rescheduled by {user.get_username()}{revoked}",
+                by=moves.RESCHEDULE,
+                site="",
+                grid_ce="",
+                pilot_reference="",
+                pilot=None,
+                reschedule_count=job.reschedule_count + 1,
+            )
+            return job, left
+
+    job, left = moves.retry_on_race(attempt)
+    enqueue.drop_if_empty([left])
+    return job
+
+
+# --- pilots --------------------------------------------------------------------------------------
+
+
+def report_job(job_id: int, to: str, reason: str = "", pilot_id: int | None = None) -> Job:
+    """A pilot's report on the job it holds: the job moves along lifecycle.PILOT_REPORTS
+    (sent -> starting/running, running -> holding/transferring, and on to finished or failed;
+    the exit code and message go in `reason`) and its heartbeat is now. With a `pilot_id`,
+    only while that pilot still holds the job, checked under the job's lock (a reschedule may
+    have revoked the claim since the caller looked): NotHeld otherwise. A report
+    PILOT_REPORTS does not allow from the job's state: MoveRefused. Nothing is written on
+    either; Job.DoesNotExist for an unknown job. Its own transaction (or the caller's)."""
+    now = clock.now()
+    with transaction.atomic():
+        job = moves.lock_job(job_id, related=())
+        if pilot_id is not None and job.pilot_id != pilot_id:
+            raise NotHeld(job_id, pilot_id)
+        if not moves.permitted(moves.PILOT_REPORT, job.status, to):
+            raise MoveRefused(f"job {job_id} is {job.status}, it cannot become {to}")
+        moves.move_job(job, to, reason, by=moves.PILOT_REPORT, now=now, heartbeat=now)
+    return job
+
+
+def record_heartbeat(job_id: int, pilot_id: int | None = None) -> None:
+    """The job's heartbeat is now (no state changes). With a `pilot_id` (a pilot's report),
+    only while that pilot holds the job in a state a pilot holds it in: NotHeld otherwise
+    (its message says which), nothing written."""
+    jobs = Job.objects.filter(pk=job_id)
+    if pilot_id is None:
+        jobs.update(heartbeat=clock.now())
+        return
+    if jobs.filter(pilot_id=pilot_id, status__in=CLAIMED_STATES).update(heartbeat=clock.now()):
+        return
+    current = jobs.values_list("status", "pilot_id").first()
+    if current is None or current[1] != pilot_id:
+        raise NotHeld(job_id, pilot_id)
+    raise NotHeld(
+        job_id, pilot_id, f"job {job_id} is {current[0]}: no pilot holds it, no heartbeat"
+    )
+
+
+def record_heartbeats(pilot_ids, now=None) -> int:
+    """Heartbeats of every job these pilots are at work on (running or starting), at `now`
+    (default: the clock's now); `pilot_ids` an iterable or a queryset of ids. Returns the
+    number of jobs."""
+    return Job.objects.filter(status__in=AT_WORK_STATES, pilot_id__in=pilot_ids).update(
+        heartbeat=now or clock.now()
+    )
+
+
+# --- retention -----------------------------------------------------------------------------------
+
+
+def purge_jobs(ids: Sequence[int]) -> list[int]:
+    """Delete final jobs that no TaskQueue holds (any other id is kept), with their status
+    history and every row pointing at them that Django knows of, other apps' too (a task's
+    job row, a DAG node's link), as their relations say (cascade, set null, or nothing).
+    Returns the ids deleted. Call in the transaction that locked the jobs (the retention
+    cycle: SKIP LOCKED, so a job being moved is left for a later run)."""
+    ids = sorted(set(ids))
+    if not ids:
+        return []
+    plain = db.plain_dependents(Job)
+    if plain is None:  # dependents with dependents of their own: Django's collector
+        member = TaskQueueJob.objects.filter(job_id=models.OuterRef("pk"))
+        doomed = Job.objects.filter(pk__in=ids, status__in=lifecycle.FINAL_STATES).exclude(
+            models.Exists(member)
+        )
+        gone = sorted(doomed.values_list("pk", flat=True))
+        Job.objects.filter(pk__in=gone).delete()
+        return gone
+    job, pk = Job._meta.db_table, Job._meta.pk.column
+    member_table = TaskQueueJob._meta.db_table
+    final = sorted(lifecycle.FINAL_STATES)
+    with connection.cursor() as cur:
+        # The job rows first (the foreign keys pointing at them are checked at commit), so
+        # that one statement both decides and deletes.
+        where, params = db.id_in(f'"{job}"."{pk}"', ids)
+        cur.execute(
+            f'DELETE FROM "{job}" WHERE {where} '
+            f"AND status IN ({', '.join(['%s'] * len(final))}) "
+            f'AND NOT EXISTS (SELECT 1 FROM "{member_table}" m WHERE m.job_id = "{job}"."{pk}") '
+            f'RETURNING "{pk}"',
+            [*params, *final],
+        )
+        gone = sorted(r[0] for r in cur.fetchall())
+        if not gone:
+            return []
+        for action, table, column in plain:
+            where, params = db.id_in(f'"{column}"', gone)
+            if action == "null":
+                cur.execute(f'UPDATE "{table}" SET "{column}" = NULL WHERE {where}', params)
+            else:
+                cur.execute(f'DELETE FROM "{table}" WHERE {where}', params)
+    return gone

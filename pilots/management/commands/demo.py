@@ -1,0 +1,51 @@
+from django.core.management.base import BaseCommand
+
+from config.progress import ProgressBar
+from matcher import bulk, demo
+from matcher.models import Job
+from matcher.taskqueue_priorities import recompute_priorities
+from pilots import demo as pilot_demo
+
+
+class Command(BaseCommand):
+    help = "Create the demo world (sites, CEs, groups, users, admin) and waiting jobs."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--jobs", type=int, default=3000, help="jobs to add (default 3000)")
+        parser.add_argument(
+            "--pilots",
+            type=int,
+            default=1,
+            help="1: run a first director cycle and start its pilots (default); 0: no pilots",
+        )
+        parser.add_argument(
+            "--if-empty", action="store_true", help="do nothing when the database has a world"
+        )
+
+    def handle(self, jobs, if_empty, pilots, **options):
+        if if_empty and not demo.world_is_empty():
+            self.stdout.write("The database already holds a world; the demo is not loaded again.")
+            return
+        world = demo.create_world()
+        if jobs > 0 and not Job.objects.exists():
+            result = bulk.load_jobs(
+                jobs, seed=2026, batch_size=1000, progress=ProgressBar("demo jobs", self.stderr)
+            )
+            example = demo.example_job()
+            recompute_priorities()
+            self.stdout.write(f"{result.jobs} jobs waiting in {result.taskqueues} TaskQueues.")
+            self.stdout.write(
+                f"Job {example} of {demo.EXAMPLE_USER} waits for the README's hand-started pilot."
+            )
+            if pilots:
+                started = pilot_demo.first_pilots()
+                self.stdout.write(f"A first director cycle sent pilots; {started} jobs run.")
+        self.stdout.write(
+            f"Demo world: {world['sites']} sites, {world['groups']} groups, {world['users']} users."
+        )
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Log in as admin / {demo.ADMIN_PASSWORD} (staff), or alice, bob, carol, dave, "
+                f"erin / {demo.USER_PASSWORD}."
+            )
+        )

@@ -1,0 +1,144 @@
+"""Pilots and the director's records: DIRAC's PilotAgents table, the proxies pilots are sent
+with, and what the director decided per TaskQueue. Moved from matcher (tables kept)."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from shares.models import GridGroup
+
+
+class Credential(models.Model):
+    """A proxy the director may submit pilots with: an identity (DN) acting for a group, valid
+    until `expires`. The director needs PilotProxyMinDays left, else it skips the TaskQueue."""
+
+    dn = models.CharField("DN", max_length=255)
+    group = models.ForeignKey(GridGroup, on_delete=models.CASCADE, related_name="credentials")
+    expires = models.DateTimeField()
+
+    class Meta:
+        db_table = "matcher_credential"  # moved from matcher: the table stays
+        constraints = [
+            models.UniqueConstraint(fields=["dn", "group"], name="credential_dn_group_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dn} as {self.group}"
+
+
+class PilotStatus(models.TextChoices):
+    SUBMITTED = "Submitted"
+    READY = "Ready"
+    SCHEDULED = "Scheduled"
+    WAITING = "Waiting"
+    RUNNING = "Running"
+    DONE = "Done"
+    FAILED = "Failed"
+    ABORTED = "Aborted"
+
+
+PILOT_WAITING_STATES = (
+    PilotStatus.SUBMITTED,
+    PilotStatus.READY,
+    PilotStatus.SCHEDULED,
+    PilotStatus.WAITING,
+)
+PILOT_FINAL_STATES = (PilotStatus.DONE, PilotStatus.FAILED, PilotStatus.ABORTED)
+
+
+class PilotQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        """Staff see every pilot; a user those acting with its credential or for its DN. A
+        pilot's owner is a DN and a group name, not a user and a GridGroup: not the rule of
+        `shares.ownership.OwnedQuerySet`."""
+        if user.is_staff:
+            return self
+        return self.filter(Q(credential_user=user) | Q(owner_dn=user.dn or "-"))
+
+
+class Pilot(models.Model):
+    """A pilot the director submitted (DIRAC's PilotAgents table)."""
+
+    # Unique per credential (the constraint below), not globally: another credential's pilot
+    # with the same reference is another pilot.
+    reference = models.CharField(max_length=255)
+    task_queue_id = models.BigIntegerField(db_index=True)
+    owner_dn = models.CharField(max_length=255)
+    owner_group = models.CharField(max_length=64)
+    private = models.BooleanField(default=False)
+    broker = models.CharField(max_length=128, blank=True)
+    grid_type = models.CharField(max_length=32, blank=True)
+    submit_pool = models.CharField(max_length=64)
+    requirements = models.TextField(blank=True, help_text="the pilot JDL")
+    site = models.CharField(max_length=128, blank=True)
+    ce = models.CharField("CE", max_length=128, blank=True)
+    status = models.CharField(max_length=16, choices=PilotStatus.choices)
+    submitted = models.DateTimeField()
+    status_changed = models.DateTimeField()
+    # The simulated CE's schedule: when the pilot's next transition is due.
+    next_event = models.DateTimeField(null=True, blank=True)
+    director_run = models.BigIntegerField(null=True, blank=True, help_text="CycleRun id")
+    # The API identity the pilot acts with (the generic pilot user, or the private owner).
+    credential_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    jobs_done = models.PositiveIntegerField(default=0)
+
+    objects = PilotQuerySet.as_manager()
+
+    class Meta:
+        db_table = "matcher_pilot"  # moved from matcher: the table stays
+        ordering = ["-submitted", "-id"]
+        indexes = [
+            models.Index(fields=["task_queue_id", "status", "submitted"], name="pilot_tq_status"),
+            models.Index(fields=["status", "next_event"], name="pilot_status_next"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["credential_user", "reference"], name="pilot_credential_reference_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.reference
+
+
+class PilotStatusHistory(models.Model):
+    pilot = models.ForeignKey(Pilot, on_delete=models.CASCADE, related_name="history")
+    at = models.DateTimeField()
+    from_status = models.CharField(max_length=16, blank=True)
+    to_status = models.CharField(max_length=16)
+    reason = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        db_table = "matcher_pilotstatushistory"  # moved from matcher: the table stays
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.pilot_id}: {self.from_status} → {self.to_status}"
+
+
+class DirectorDecision(models.Model):
+    """What the director decided for one TaskQueue in one cycle, and why."""
+
+    cycle_run = models.BigIntegerField(db_index=True)
+    at = models.DateTimeField()
+    task_queue_id = models.BigIntegerField()
+    priority = models.FloatField()
+    jobs = models.IntegerField()
+    cpu_time = models.IntegerField()
+    lam = models.FloatField("λ")
+    drawn = models.IntegerField()
+    cap = models.IntegerField()
+    waiting_pilots = models.IntegerField()
+    submitted = models.IntegerField(default=0)
+    submit_pool = models.CharField(max_length=64, blank=True)
+    private = models.BooleanField(default=False)
+    skipped = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        db_table = "matcher_directordecision"  # moved from matcher: the table stays
+        ordering = ["-cycle_run", "-submitted", "task_queue_id"]
+
+    def __str__(self) -> str:
+        return f"run {self.cycle_run} TQ {self.task_queue_id}: {self.submitted}"

@@ -1,0 +1,159 @@
+"""The director's submit pools and their backends (DIRAC's SubmitPools): a pool takes batches
+of pilots for one TaskQueue and hands them to its backend, a simulated CE (gLite, SAM) or the
+real pilot client started on this machine (Local). How many pilots, and where they may go, is
+the director's business (pilots.py); these only submit."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import threading
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from config import gdpconfig
+from matcher.models import ComputingElement
+from pilots.models import PILOT_WAITING_STATES, Pilot
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class PilotBatch:
+    """What one submission hands to a pool: n pilots for one TaskQueue."""
+
+    tq_id: int
+    n: int
+    pool: str
+    private: bool
+    owner_dn: str
+    owner_group: str
+    ces: list[tuple[str, str]]  # (site, CE) the list-match allows
+    jdl: str
+    token: str = ""
+    resource: dict = field(default_factory=dict)
+
+
+@dataclass
+class Submitted:
+    reference: str
+    site: str
+    ce: str
+
+
+class SimulatedBackend:
+    """A simulated CE: accepts pilots up to each CE's free waiting slots."""
+
+    grid_type = "Simulated"
+
+    def __init__(self, free_slots: dict[str, int]):
+        self.free = free_slots
+        self.lock = threading.Lock()
+
+    def submit(self, batch: PilotBatch, rng: random.Random) -> list[Submitted]:
+        out = []
+        for _ in range(batch.n):
+            with self.lock:
+                open_ces = [(s, c) for s, c in batch.ces if self.free.get(c, 0) > 0]
+                if not open_ces:
+                    break
+                site, ce = rng.choice(open_ces)
+                self.free[ce] -= 1
+            out.append(Submitted(f"sim://{ce}/{uuid.uuid4().hex[:12]}", site, ce))
+        return out
+
+
+class LocalBackend:
+    """Starts the real pilot client (`manage.py pilot`) as a process on this machine."""
+
+    grid_type = "Local"
+
+    def submit(self, batch: PilotBatch, rng: random.Random) -> list[Submitted]:
+        out = []
+        for _ in range(batch.n):
+            site, ce = rng.choice(batch.ces) if batch.ces else ("any", "")
+            ref = f"local://{ce or 'localhost'}/{uuid.uuid4().hex[:12]}"
+            args = [
+                sys.executable,
+                str(ROOT / "manage.py"),
+                "pilot",
+                "--url",
+                gdpconfig.get("LocalPilotURL"),
+                "--token",
+                batch.token,
+                "--site",
+                site,
+                "--reference",
+                ref,
+                "--max-seconds",
+                str(gdpconfig.get("LocalPilotMaxSeconds")),
+            ]
+            if ce:
+                args += ["--ce", ce]
+            for key, flag in (("cpu_time", "--cpu-time"),):
+                if key in batch.resource:
+                    args += [flag, str(batch.resource[key])]
+            for value in batch.resource.get("platform", []):
+                args += ["--platform", value]
+            for value in batch.resource.get("tag", []):
+                args += ["--tag", value]
+            subprocess.Popen(
+                args,
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            out.append(Submitted(ref, site, ce))
+        return out
+
+
+class SubmitPool:
+    """A bounded pool of submission threads (minThreadsInPool, maxThreadsInPool,
+    totalThreadsInPool): at most `total` batches queued; more wait for the next cycle."""
+
+    def __init__(self, name: str, backend, max_threads: int, total: int):
+        self.name = name
+        self.backend = backend
+        self.executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix=name)
+        self.slots = threading.BoundedSemaphore(total)
+
+    def submit(self, batch: PilotBatch, rng: random.Random):
+        if not self.slots.acquire(blocking=False):
+            return None
+
+        def run():
+            try:
+                return self.backend.submit(batch, rng)
+            finally:
+                self.slots.release()
+
+        return self.executor.submit(run)
+
+    def close(self):
+        self.executor.shutdown(wait=True)
+
+
+def simulated_ces() -> SimulatedBackend:
+    """The simulated CEs, each with its free waiting slots now: MaxWaitingPilots less the
+    pilots still waiting there."""
+    ce_rows = {c.name: c for c in ComputingElement.objects.all()}
+    busy = Counter(
+        Pilot.objects.filter(status__in=PILOT_WAITING_STATES).values_list("ce", flat=True)
+    )
+    return SimulatedBackend(
+        {name: max(0, c.max_waiting_pilots - busy[name]) for name, c in ce_rows.items()}
+    )
+
+
+def pilot_token(user_id: int | None) -> str:
+    """The API token a local pilot logs in with: its credential user's (made on first use)."""
+    from rest_framework.authtoken.models import Token
+
+    if user_id is None:
+        return ""
+    return Token.objects.get_or_create(user_id=user_id)[0].key
