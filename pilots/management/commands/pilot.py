@@ -1,64 +1,30 @@
 """The real pilot client: talks to gridwms over HTTP with the standard library only.
 
 It registers itself, presents its resource description to /api/v1/match/, reports each job
-starting and running, sends heartbeats while the payload runs (a bounded sleep, or a command),
-reports the job finished or failed, and asks again until no job fits or its time is up.
+starting and running, sends heartbeats while the payload runs, reports the job finished or
+failed, and asks again until no job fits or its time is up.
+
+A job whose match answer carries a `payload` (an executable, its sandboxes, its limit) is run
+by pilots/client/payload.py, which imports nothing of Django (this command is only its entry
+point): inputs downloaded, the executable run in a fresh working directory under --workdir,
+heartbeats with its output tail, killed past its wall-clock limit or on request, its outputs
+uploaded and its exit code and resource use reported. A job without one is run as before: a
+bounded sleep (CPUTime x --cpu-scale), or the one fixed --command.
 """
 
 from __future__ import annotations
 
-import json
 import shlex
 import subprocess
 import time
-import urllib.error
-import urllib.request
 import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
+from pilots.client import payload as payloads
+from pilots.client.transport import Client
 
-class Client:
-    def __init__(self, url: str, token: str, timeout: float = 30.0):
-        self.url = url.rstrip("/")
-        self.token = token
-        self.timeout = timeout
-
-    def post(self, path: str, body: dict, attempts: int = 4) -> tuple[int, dict]:
-        """POST, retried with a growing pause on a server error or a lost connection."""
-        for attempt in range(attempts):
-            try:
-                status, answer = self._post(path, body)
-            except (urllib.error.URLError, TimeoutError, ConnectionError):
-                if attempt == attempts - 1:
-                    raise
-                status, answer = 599, {}
-            if status < 500 or attempt == attempts - 1:
-                return status, answer
-            time.sleep(0.5 * 2**attempt)
-        return status, answer
-
-    def _post(self, path: str, body: dict) -> tuple[int, dict]:
-        request = urllib.request.Request(
-            f"{self.url}{path}",
-            data=json.dumps(body).encode(),
-            method="POST",
-            headers={
-                "Authorization": f"Token {self.token}",
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-            },
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-                return response.status, json.loads(raw) if raw else {}
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            try:
-                return exc.code, json.loads(raw) if raw else {}
-            except json.JSONDecodeError:
-                return exc.code, {"detail": raw.decode(errors="replace")[:500]}
+__all__ = ["Client", "Command"]
 
 
 class Command(BaseCommand):
@@ -84,6 +50,16 @@ class Command(BaseCommand):
         )
         parser.add_argument("--command", default="", help="run this payload instead of sleeping")
         parser.add_argument("--heartbeat", type=float, default=10.0, help="seconds")
+        parser.add_argument(
+            "--workdir",
+            default="",
+            help="payloads' working directories are made under this (default: the temp dir)",
+        )
+        parser.add_argument(
+            "--keep-workdir",
+            action="store_true",
+            help="leave each payload's working directory behind (for debugging)",
+        )
 
     def handle(self, **o):
         client = Client(o["url"], o["token"])
@@ -120,6 +96,15 @@ class Command(BaseCommand):
         self.stdout.write(f"pilot {reference}: {done} jobs done, {failed} failed")
 
     def _run(self, client: Client, job: dict, reference: str, deadline: float, o) -> bool:
+        if job.get("payload"):
+            options = payloads.Options(
+                workdir_root=o["workdir"] or None,
+                heartbeat=o["heartbeat"],
+                deadline=deadline,
+                keep_workdir=o["keep_workdir"],
+                log=lambda message: self.stderr.write(f"pilot {reference}: {message}"),
+            )
+            return payloads.run_job(client, job, reference, options).ok
         path = f"/api/v1/jobs/{job['id']}"
         report = {"pilot_reference": reference}
         client.post(f"{path}/status/", {**report, "status": "starting"})
