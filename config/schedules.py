@@ -14,4 +14,5 @@ SCHEDULES = {
     "timeouts": 5,
     "task_completion": 1,
     "retention": 10,
+    "notifications": 1,
 }

@@ -8,8 +8,10 @@ from brokerage.api.urls import routes as brokerage_routes
 from classads.api.urls import routes as classads_routes
 from config.api.urls import routes as config_routes
 from matcher.api.urls import routes as matcher_routes
+from notifications.api.urls import routes as notifications_routes
 from pilots.api.urls import extends as pilots_extends
 from pilots.api.urls import routes as pilots_routes
+from sandboxes.api.urls import extends as sandboxes_extends
 from shares.api.urls import routes as shares_routes
 
 # The pilots' routes first: /match/ is the busiest endpoint, and URLs resolve in this order.
@@ -19,14 +21,15 @@ routes = [
     *shares_routes,
     *brokerage_routes,
     *classads_routes,
+    *notifications_routes,
     *config_routes,
 ]
 
 
 def _extended(prefix: str, viewset: type) -> type:
     """The viewset with the actions other apps add to its collection (an app above the one
-    that owns it: the pilots' job reports on the matcher's jobs)."""
-    mixins = [extra[prefix] for extra in (pilots_extends,) if prefix in extra]
+    that owns it: the pilots' job reports on the matcher's jobs, the sandboxes' files)."""
+    mixins = [extra[prefix] for extra in (pilots_extends, sandboxes_extends) if prefix in extra]
     return type(viewset.__name__, (*mixins, viewset), {}) if mixins else viewset
 
 

@@ -112,6 +112,8 @@ INSTALLED_APPS = [
     "classads",
     "simulation",
     "retention",
+    "sandboxes",
+    "notifications",
 ]
 
 MIDDLEWARE = [
@@ -227,8 +229,22 @@ STATICFILES_FINDERS = [
 # Production serves what `collectstatic` wrote: names carrying their content's hash (cached for
 # a year, immutable) from the manifest, compressed. Development serves from the finders.
 STATIC_MANIFEST = env_bool("STATIC_MANIFEST", not DEBUG)
+# Jobs' sandbox files (input files, stdout, stderr, output sandboxes): any storage backend a
+# site configures; by default files under SANDBOX_ROOT.
+SANDBOX_ROOT = Path(
+    os.environ.get("SANDBOX_ROOT")
+    or (
+        Path(tempfile.gettempdir()) / f"gridwms-test-sandboxes-{os.getpid()}"
+        if TESTING
+        else BASE_DIR / "sandboxes-data"
+    )
+)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "sandboxes": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(SANDBOX_ROOT), "base_url": None},
+    },
     "staticfiles": {
         "BACKEND": (
             "whitenoise.storage.CompressedManifestStaticFilesStorage"
@@ -245,6 +261,14 @@ warnings.filterwarnings("ignore", message="No directory at")
 # and uploads are held to it too. A submission of MaxJobsPerSubmission jobs must fit.
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BYTES
+# multipart/form-data bodies (sandbox files: their files go to disk past
+# FILE_UPLOAD_MAX_MEMORY_SIZE) may be larger: the submission's and the pilots' output
+# uploads, each held to its gdpconfig limit (MaxInputSandboxBytes, MaxOutputSandboxBytes).
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 64 * 1024 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+DATA_UPLOAD_MAX_NUMBER_FILES = 200
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 
 # --- Cache shared by all processes (gdpconfig generation, throttles) ---------------------------
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -298,6 +322,7 @@ SPECTACULAR_SETTINGS = {
         "JobAdStatusEnum": "classads.models.JOB_AD_STATUS_CHOICES",
         "TaskKindEnum": "brokerage.models.TASK_KIND_CHOICES",
         "BrokerageRunKindEnum": "brokerage.models.BROKERAGE_RUN_KIND_CHOICES",
+        "NotificationChannelEnum": "notifications.models.Channel.choices",
     },
 }
 
@@ -322,6 +347,21 @@ Q_CLUSTER = {
 METRICS_ALLOWED_ADDRESSES = [
     a.strip() for a in os.environ.get("METRICS_ALLOWED_ADDRESSES", "").split(",") if a.strip()
 ]
+
+# --- Notices when work ends (notifications/) ----------------------------------------------------
+# Django's mail backend: the console by default (a mail is printed), SMTP in production
+# (EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend with EMAIL_HOST, EMAIL_PORT, ...);
+# the tests use locmem (Django's test set-up replaces the backend).
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "gridwms@localhost")
+# The absolute address of this site, for the links in notices.
+SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Plain text, or one JSON object per line with LOG_FORMAT=json (config/logs.py).
 LOGGING = logging_config(os.environ.get("LOG_LEVEL", "INFO"))

@@ -41,5 +41,6 @@ urlpatterns = [
     path("simulation/", include("simulation.urls")),
     path("classads/", include("classads.urls")),
     path("pilots/", include("pilots.urls")),
+    path("notifications/", include("notifications.urls")),
     path("", include("matcher.urls")),
 ]

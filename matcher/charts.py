@@ -54,7 +54,7 @@ def states_over_time_figure(history: dict[str, tuple[list, list]]) -> go.Figure:
                 x=xs,
                 y=ys,
                 name=state,
-                mode="lines",
+                mode="lines" if len(xs) > 1 else "markers",  # one sample: a line of no length
                 line={"color": STATUS_COLOURS.get(state, "#a855f7")},
             )
         )

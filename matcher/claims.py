@@ -22,7 +22,7 @@ import json
 import random
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import OperationalError, connection, transaction
 
@@ -40,6 +40,16 @@ from matcher.models import (
 from matcher.services import add_to_counts
 from shares.models import GridGroup, User
 
+# The job's payload, told to its pilot (JSON columns decoded as the requirement lists are).
+PAYLOAD_FIELDS = (
+    "executable",
+    "arguments",
+    "environment",
+    "output_sandbox",
+    "stdout_name",
+    "stderr_name",
+)
+_JSON_PAYLOAD = ("arguments", "environment", "output_sandbox")
 CANDIDATE_JOBS = 10  # the seed's "get the first ten and order them in random order"
 USER_PRIORITIES = 11  # UserPriority 0..10 (the jobs' check constraint): one uniform each
 FOLD_DRAW = True
@@ -86,6 +96,13 @@ class MatchedJob:
     site: str
     grid_ce: str
     requirements: dict
+    # What it runs (issue 14): an empty executable, nothing to run (the pilot's own way).
+    executable: str = ""
+    arguments: list = field(default_factory=list)
+    environment: dict = field(default_factory=dict)
+    output_sandbox: list = field(default_factory=list)
+    stdout_name: str = "std.out"
+    stderr_name: str = "std.err"
 
 
 def _claim(
@@ -121,6 +138,7 @@ _JOB_COLUMNS = [
     "site",
     "grid_ce",
     *MULTI_VALUED_FIELDS,
+    *PAYLOAD_FIELDS,
 ]
 
 # One statement, hence one transaction and one round trip: take the ten lowest job ids at this
@@ -176,6 +194,9 @@ def _matched(row) -> MatchedJob:
     for f in MULTI_VALUED_FIELDS:
         v = values.pop(f)
         reqs[f] = json.loads(v) if isinstance(v, str) else v
+    for f in _JSON_PAYLOAD:
+        if isinstance(values[f], str):
+            values[f] = json.loads(values[f])
     return MatchedJob(owner=owner, owner_dn=dn, owner_group=group, requirements=reqs, **values)
 
 
@@ -274,6 +295,7 @@ def _claim_orm_once(tq_id, priority, rng, fields):
                 site=job.site,
                 grid_ce=job.grid_ce,
                 requirements=job.requirements(),
+                **{f: getattr(job, f) for f in PAYLOAD_FIELDS},
             ), True
     return None, took_any
 

@@ -1,3 +1,5 @@
+import shlex
+
 from django import forms
 
 from config import gdpconfig
@@ -33,8 +35,38 @@ class JobSubmitForm(forms.Form):
     submit_pools = forms.CharField(required=False, help_text=LIST_HELP)
     pilot_types = forms.CharField(required=False, help_text=LIST_HELP)
     grid_middlewares = forms.CharField(required=False, help_text=LIST_HELP)
+    # What it runs (not requirements): the API checks them as it checks the JSON fields.
+    executable = forms.CharField(
+        max_length=1024,
+        required=False,
+        strip=False,
+        help_text="A path or a command name, e.g. /bin/echo; empty: nothing to run.",
+    )
+    arguments = forms.CharField(
+        required=False,
+        strip=False,
+        help_text="Split as a shell would, without expanding anything: a 'b c' is two.",
+    )
+    output_sandbox = forms.CharField(
+        required=False,
+        help_text="Comma-separated file names or glob patterns to bring back (stdout and "
+        "stderr always are).",
+    )
 
-    TEXT_LISTS = ("platforms", "tags", "submit_pools", "pilot_types", "grid_middlewares")
+    TEXT_LISTS = (
+        "platforms",
+        "tags",
+        "submit_pools",
+        "pilot_types",
+        "grid_middlewares",
+        "output_sandbox",
+    )
+
+    def clean_arguments(self):
+        try:
+            return shlex.split(self.cleaned_data.get("arguments") or "")
+        except ValueError as exc:
+            raise forms.ValidationError(f"Cannot be split into arguments ({exc}).") from None
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)

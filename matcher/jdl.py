@@ -1,11 +1,14 @@
 """DIRAC-style JDL (ClassAd syntax) to a job submission, with HTCondor's ClassAd library.
 
-Only the attributes that define where and how the job may run are read; the rest (Executable,
-Arguments, sandboxes...) stays in the stored JDL text.
+The attributes that define where and how the job may run are read, and what it runs
+(Executable, Arguments split as a shell would without expanding anything, InputSandbox,
+OutputSandbox, StdOutput, StdError, ExecutionEnvironment "KEY=value" strings); the rest stays
+in the stored JDL text.
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import classad2
@@ -38,8 +41,37 @@ ATTRIBUTES = {
     "tags": "tags",
     "priority": "user_priority",
     "userpriority": "user_priority",
+    "executable": "executable",
+    "arguments": "arguments",
+    "inputsandbox": "input_sandbox",
+    "outputsandbox": "output_sandbox",
+    "stdoutput": "stdout_name",
+    "stderror": "stderr_name",
+    "executionenvironment": "environment",
 }
-LIST_KEYS = set(MULTI_VALUED_FIELDS)
+LIST_KEYS = {*MULTI_VALUED_FIELDS, "input_sandbox", "output_sandbox"}
+
+
+def _payload_value(attr: str, key: str, value: Any) -> Any:
+    """Arguments as a shell splits them (no expansion); ExecutionEnvironment's "KEY=value"
+    strings as a mapping. Anything else as it is (the serializer checks the types)."""
+    if key == "arguments" and isinstance(value, str):
+        try:
+            return shlex.split(value)
+        except ValueError as exc:
+            raise JDLError(attr, f"cannot be split into arguments ({exc})") from None
+    if key == "environment":
+        entries = [value] if isinstance(value, str) else value
+        if not isinstance(entries, list):
+            raise JDLError(attr, 'must be a list of "KEY=value" strings')
+        environment = {}
+        for entry in entries:
+            if not isinstance(entry, str) or "=" not in entry:
+                raise JDLError(attr, f'{entry!r} is not a "KEY=value" string')
+            name, _, text = entry.partition("=")
+            environment[name] = text
+        return environment
+    return value
 
 
 class JDLError(ValueError):
@@ -88,6 +120,6 @@ def parse_jdl(
             raise JDLError(attr, f"evaluates to {value.name.lower()}")
         if key in LIST_KEYS and isinstance(value, str):
             value = [value]  # Site = "LCG.CERN.ch" is a list of one
-        payload[key] = value
+        payload[key] = _payload_value(attr, key, value)
         names[key] = attr
     return payload, names

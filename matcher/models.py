@@ -142,6 +142,23 @@ class Job(Requirements):
         "jobSubStatus", max_length=32, blank=True, default="", db_default=""
     )
     jdl = models.TextField(blank=True)
+    # What the job runs (issue 14): not requirements, never in the TaskQueue definition.
+    # db_default: the bulk loaders' COPY names none of them.
+    executable = models.CharField(max_length=1024, blank=True, default="", db_default="")
+    arguments = models.JSONField(default=list, db_default=[], blank=True)
+    environment = models.JSONField(default=dict, db_default={}, blank=True)
+    output_sandbox = models.JSONField(default=list, db_default=[], blank=True)
+    stdout_name = models.CharField(max_length=255, default="std.out", db_default="std.out")
+    stderr_name = models.CharField(max_length=255, default="std.err", db_default="std.err")
+    # What it did: its pilot's reports.
+    exit_code = models.IntegerField(null=True, blank=True, default=None, db_default=None)
+    application_status = models.CharField(max_length=255, blank=True, default="", db_default="")
+    cpu_seconds = models.FloatField(null=True, blank=True, default=None, db_default=None)
+    wall_seconds = models.FloatField(null=True, blank=True, default=None, db_default=None)
+    peak_memory_kb = models.BigIntegerField(null=True, blank=True, default=None, db_default=None)
+    hostname = models.CharField(max_length=255, blank=True, default="", db_default="")
+    kill_requested = models.BooleanField(default=False, db_default=False)
+    output_tail = models.TextField(blank=True, default="", db_default="")
     reschedule_count = models.PositiveSmallIntegerField(default=0)
     created = models.DateTimeField()
     status_changed = models.DateTimeField()

@@ -1,6 +1,6 @@
 """The matcher's live parameters (gdpconfig)."""
 
-from config.gdpconfig import CHOICE, INT, Param, register
+from config.gdpconfig import CHOICE, FLOAT, INT, Param, register
 from matcher.matching import DRAW_MODES, PROPORTIONAL
 
 MATCH_DRAW_MODE = register(
@@ -42,5 +42,17 @@ MAX_JDL_ATTRIBUTES = register(
         maximum=10000,
         category="jobs",
         help="The most attributes a JDL from the Submit a job form may have.",
+    )
+)
+PAYLOAD_WALL_FACTOR = register(
+    Param(
+        name="PayloadWallFactor",
+        kind=FLOAT,
+        default=2.0,
+        minimum=1.0,
+        maximum=100.0,
+        category="jobs",
+        help="A payload's wall-clock limit is its job's CPU time times this (the pilot takes "
+        "the lesser of that and its own time left); over it, the pilot kills it.",
     )
 )

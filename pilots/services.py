@@ -431,30 +431,40 @@ def _not_held(job_id: int, pilot_id: int | None) -> PilotError:
     return PilotError(f"job {job_id} is no longer held by pilot {reference or pilot_id}")
 
 
-def report_job(job_id: int, to: str, reason: str = "", pilot_id: int | None = None) -> Job:
+def report_job(
+    job_id: int,
+    to: str,
+    reason: str = "",
+    pilot_id: int | None = None,
+    results: dict | None = None,
+) -> Job:
     """A pilot's report on the job it runs, through the job lifecycle's owner
-    (matcher.services.report_job): only while that pilot still holds the job, and only along
-    lifecycle.PILOT_REPORTS; else PilotError, nothing written. A job the pilot ended counts
+    (matcher.services.report_job, `results` the payload's exit information): only while that
+    pilot still holds the job, and only along lifecycle.PILOT_REPORTS (or `cancelled`,
+    acknowledging a kill); else PilotError, nothing written. A job the pilot ended counts
     in the pilot's jobs_done."""
     try:
-        job = job_services.report_job(job_id, to, reason, pilot_id=pilot_id)
+        job = job_services.report_job(job_id, to, reason, pilot_id=pilot_id, results=results)
     except job_services.NotHeld as exc:
         if exc.pilot_id is not None and str(exc).endswith(f"pilot {exc.pilot_id}"):
             raise _not_held(exc.job_id, exc.pilot_id) from None
         raise PilotError(str(exc)) from None
     except job_services.MoveRefused as exc:
         raise PilotError(str(exc)) from None
-    if to in PILOT_END_STATES and job.pilot_id:
+    if job.status in PILOT_END_STATES and job.pilot_id:
         Pilot.objects.filter(pk=job.pilot_id).update(jobs_done=F("jobs_done") + 1)
     return job
 
 
-def heartbeat(job_id: int, pilot_id: int | None = None) -> None:
-    """The job's heartbeat moves (matcher.services.record_heartbeat). With a `pilot_id` (a
-    pilot's report), only while that pilot holds the job in a state a pilot holds it in: else
-    PilotError, nothing moved."""
+def heartbeat(
+    job_id: int, pilot_id: int | None = None, output_tail: str | None = None
+) -> list[str]:
+    """The job's heartbeat moves (matcher.services.record_heartbeat), with the payload's last
+    lines of output. With a `pilot_id` (a pilot's report), only while that pilot holds the
+    job in a state a pilot holds it in: else PilotError, nothing moved. Returns the commands
+    for the pilot (["kill"] for a job killed while it held it)."""
     try:
-        job_services.record_heartbeat(job_id, pilot_id)
+        return job_services.record_heartbeat(job_id, pilot_id, output_tail)
     except job_services.NotHeld as exc:
         if str(exc).endswith(f"pilot {exc.pilot_id}"):
             raise _not_held(exc.job_id, exc.pilot_id) from None

@@ -21,10 +21,11 @@ from django.db.models import Exists, Model, OuterRef, Q
 from brokerage.models import BrokerageRun, TaskJob, TaskStatus
 from classads.models import JobAd, JobAdNode, JobAdStatus
 from config.models import CycleRun
-from matcher import services as job_services
 from matcher.models import FINAL_STATES, Job, JobStatusHistory, TaskQueueJob
 from pilots.models import PILOT_FINAL_STATES, DirectorDecision, Pilot, PilotStatusHistory
 from retention.params import AGES
+from sandboxes import services as sandbox_services
+from sandboxes.models import SandboxFile
 from timeouts.models import TimeoutAction
 
 FINAL_TASK_STATES = (TaskStatus.DONE, TaskStatus.FAILED)
@@ -40,10 +41,12 @@ class Kind:
     export: Callable[[list[int]], Iterable[dict]]
     # Deletes the locked rows with their children (None: retention.services does).
     delete: Callable[[list[int]], object] | None = None
+    # The age parameter when another app owns it (None: retention.params.AGES).
+    age: str | None = None
 
     @property
     def age_param(self) -> str:
-        return AGES[self.name][0]
+        return self.age or AGES[self.name][0]
 
 
 def _rows(model: type[Model], ids: list[int]) -> list[dict]:
@@ -145,7 +148,19 @@ def _job_ads_export(ids: list[int]) -> list[dict]:
 
 # In this order: jobs before the job ads whose nodes they are (an ad's node row goes with it).
 KINDS = [
-    Kind("jobs", Job, "created", _jobs_deletable, _jobs_export, job_services.purge_jobs),
+    # A job's sandbox files go with it (sandboxes.services.purge_jobs: matcher's purge, then
+    # the stored files).
+    Kind("jobs", Job, "created", _jobs_deletable, _jobs_export, sandbox_services.purge_jobs),
+    # Sandbox files older than SandboxRetentionDays, their jobs kept.
+    Kind(
+        "sandbox_files",
+        SandboxFile,
+        "created",
+        lambda cutoff: Q(created__lt=cutoff),
+        lambda ids: _rows(SandboxFile, ids),
+        sandbox_services.delete_files,
+        age="SandboxRetentionDays",
+    ),
     Kind(
         "pilots",
         Pilot,

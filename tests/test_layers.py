@@ -3,7 +3,8 @@ never an app above it (issue 17). Read from the source with `ast`, so that an im
 function counts as much as one at the top of a module; migrations and tests are left out.
 
     0 config (the base app)  <-  1 shares  <-  2 matcher
-      <-  3 pilots, brokerage, classads, timeouts, retention (may import each other)
+      <-  3 pilots, brokerage, classads, timeouts, retention, notifications, sandboxes (may
+          import each other)
       <-  4 simulation  <-  5 gridwms (the project root: settings, URLs, wsgi; imports anything)
 
 Besides `import` statements, a module named by a constant string to importlib.import_module(),
@@ -30,6 +31,8 @@ LAYERS = {
     "classads": 3,
     "timeouts": 3,
     "retention": 3,
+    "notifications": 3,
+    "sandboxes": 3,
     "simulation": 4,
     "gridwms": 5,
 }

@@ -142,6 +142,34 @@ ROWS = [
         {"pilot_reference": "never-registered"},
         "D 403 403 403 403 403",
     ),
+    # A job's sandbox (issue 14): its pilot fetches its inputs (dave's job has none) and
+    # uploads its outputs (multipart only: a JSON body is refused before anyone is asked);
+    # those who see the job see its outputs and logs.
+    (
+        "api:job-input",
+        "GET",
+        "/api/v1/jobs/{matched_job}/input/data.txt?pilot_reference=p-1",
+        None,
+        "D 403 403 403 404 403",
+    ),
+    (
+        "api:job-output",
+        "POST",
+        "/api/v1/jobs/{matched_job}/output/",
+        {"pilot_reference": "p-1"},
+        "D 415 415 415 415 415",
+    ),
+    ("api:job-sandbox", "GET", "/api/v1/jobs/{alice_job}/sandbox/", None, "D 200 404 404 404 200"),
+    ("api:job-sandbox", "GET", "/api/v1/jobs/{carol_job}/sandbox/", None, "D 404 404 200 404 200"),
+    (
+        "api:job-sandbox-file",
+        "GET",
+        "/api/v1/jobs/{alice_job}/sandbox/std.out",
+        None,
+        "D 404 404 404 404 404",  # no output yet; others do not see the job at all
+    ),
+    ("api:job-log", "GET", "/api/v1/jobs/{alice_job}/log/", None, "D 200 404 404 404 200"),
+    ("api:job-log", "GET", "/api/v1/jobs/{carol_job}/log/", None, "D 404 404 200 404 200"),
     # --- API: TaskQueues, matching, shares, pilots ------------------------------------------
     ("api:taskqueue-list", "GET", "/api/v1/task-queues/", None, A),
     (
@@ -477,6 +505,45 @@ ROWS = [
         STAFF_WRITE + " 200",
     ),
     ("api:parameter-history", "GET", f"/api/v1/config/{PARAM}/history/", None, A),
+    # --- API: notices when work ends (each user's own only, staff included) ----------------
+    ("api:notificationrequest-list", "GET", "/api/v1/notifications/", None, A),
+    (
+        "api:notificationrequest-list",
+        "POST",
+        "/api/v1/notifications/",
+        {"job": "{alice_job}"},
+        "D 201 400 400 400 201",  # a job one cannot see is "no job N that you can see"
+    ),
+    (
+        "api:notificationrequest-detail",
+        "GET",
+        "/api/v1/notifications/{alice_notify}/",
+        None,
+        "D 200 404 404 404 404",
+    ),
+    (
+        "api:notificationrequest-detail",
+        "PATCH",
+        "/api/v1/notifications/{alice_notify}/",
+        {"outcomes": "failed"},
+        "D 200 404 404 404 404",
+    ),
+    (
+        "api:notificationrequest-detail",
+        "DELETE",
+        "/api/v1/notifications/{alice_notify}/",
+        None,
+        "D 204 404 404 404 404",
+    ),
+    ("api:notificationrequest-preferences", "GET", "/api/v1/notifications/preferences/", None, A),
+    (
+        "api:notificationrequest-preferences",
+        "PATCH",
+        "/api/v1/notifications/preferences/",
+        {"email": True},
+        "D 200 200 200 200 200",
+    ),
+    ("api:notificationrequest-sent", "GET", "/api/v1/notifications/sent/", None, A),
     ("api:cyclerun-list", "GET", "/api/v1/cycles/", None, A),
     ("api:cyclerun-detail", "GET", "/api/v1/cycles/{cycle_run}/", None, A),
     # --- pages outside the login wall --------------------------------------------------------
@@ -563,6 +630,15 @@ ROWS = [
         STAFF_WRITE + " R",
     ),
     ("cycle-runs", "GET", "/config/cycles/", None, A),
+    # --- pages: notifications (each user's own) ----------------------------------------------
+    ("notifications", "GET", "/notifications/", None, A),
+    (
+        "notifications",
+        "POST",
+        "/notifications/",
+        {"action": "preference", "pref-outcomes": "failed"},
+        "D R R R R R",
+    ),
     # --- pages: brokerage ------------------------------------------------------------------
     ("task-list", "GET", "/brokerage/tasks/", None, A),
     ("task-submit", "GET", "/brokerage/tasks/submit/", None, A),
@@ -697,6 +773,11 @@ def _build() -> dict:
     ids["param_version"] = ParameterValue.objects.filter(name=PARAM).order_by("version")[0].version
     from rest_framework.authtoken.models import Token
 
+    from notifications.services import create_request
+
+    ids["alice_notify"] = create_request(
+        users["alice"], {"task_id": ids["alice_task"], "channels": ["email"]}
+    ).pk
     state["tokens"] = dict(Token.objects.values_list("user__username", "key"))
     state["ids"] = ids
     return state
@@ -797,8 +878,9 @@ def test_the_subject_gets_what_the_design_allows(
         body = _site_ad()
     if isinstance(body, dict):
         body = {k.format(**matrix_world["ids"]): v for k, v in body.items()}
-        if body.get("parent"):  # a task id by name: "{alice_task}"
-            body["parent"] = matrix_world["ids"][body["parent"].strip("{}")]
+        for k, v in body.items():  # an object's id by name: "{alice_task}"
+            if isinstance(v, str) and v.startswith("{") and v.strip("{}") in matrix_world["ids"]:
+                body[k] = matrix_world["ids"][v.strip("{}")]
     response = _request(matrix_world, subject, method, url, body)
     assert _matches(token, response, url.startswith("/api/v1/"), url), (
         subject,

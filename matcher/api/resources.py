@@ -142,6 +142,60 @@ class ResourceDescriptionSerializer(
         )
 
 
+# Who knows a job's input sandbox (the sandboxes app registers itself): fn(job_id) ->
+# [{"name", "size", "sha256"}].
+INPUT_MANIFESTS: list = []
+
+
+def register_input_manifest(fn):
+    INPUT_MANIFESTS.append(fn)
+    return fn
+
+
+def input_manifest(job_id: int) -> list[dict]:
+    return [entry for fn in INPUT_MANIFESTS for entry in fn(job_id)]
+
+
+class FileSizeSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    size = serializers.IntegerField()
+
+
+class InputFileSerializer(FileSizeSerializer):
+    sha256 = serializers.CharField()
+
+
+class PayloadSerializer(serializers.Serializer):
+    """What the pilot runs (null for a job without an executable)."""
+
+    executable = serializers.CharField()
+    arguments = serializers.ListField(child=serializers.CharField())
+    environment = serializers.DictField(child=serializers.CharField())
+    output_sandbox = serializers.ListField(child=serializers.CharField())
+    input_sandbox = InputFileSerializer(many=True)
+    stdout_name = serializers.CharField()
+    stderr_name = serializers.CharField()
+    wall_limit_seconds = serializers.FloatField(
+        help_text="The job's CPU time times PayloadWallFactor; the pilot takes the lesser of "
+        "this and its own time left."
+    )
+
+    @staticmethod
+    def describe(job) -> dict | None:
+        if not job.executable:
+            return None
+        return {
+            "executable": job.executable,
+            "arguments": list(job.arguments),
+            "environment": dict(job.environment),
+            "output_sandbox": list(job.output_sandbox),
+            "input_sandbox": input_manifest(job.id),
+            "stdout_name": job.stdout_name,
+            "stderr_name": job.stderr_name,
+            "wall_limit_seconds": float(job.cpu_time * gdpconfig.get("PayloadWallFactor")),
+        }
+
+
 class MatchedJobSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
@@ -158,6 +212,7 @@ class MatchedJobSerializer(serializers.Serializer):
     pilot_reference = serializers.CharField(
         help_text="The pilot the job is bound to: its reports name this reference."
     )
+    payload = PayloadSerializer(allow_null=True)
 
     @staticmethod
     def describe(match) -> dict:
@@ -176,6 +231,7 @@ class MatchedJobSerializer(serializers.Serializer):
             "site": job.site,
             "grid_ce": job.grid_ce,
             "pilot_reference": match.pilot_reference,
+            "payload": PayloadSerializer.describe(job),
         }
 
 

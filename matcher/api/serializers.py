@@ -10,6 +10,8 @@ from config.api.fields import (
     StrictIntegerField,
     StrictStringListField,
 )
+from matcher.api.payload import PayloadFieldsMixin
+from matcher.api.resources import FileSizeSerializer, input_manifest
 from matcher.models import ComputingElement, Job, JobStatusHistory, Site, TaskQueue
 from matcher.taskqueues import MULTI_VALUED_FIELDS
 from shares.models import GridGroup
@@ -61,7 +63,7 @@ class JobSubmitListSerializer(serializers.ListSerializer):
         return super().to_internal_value(data)
 
 
-class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+class JobSubmitSerializer(RejectUnknownFieldsMixin, PayloadFieldsMixin, serializers.Serializer):
     """One job as an API client submits it. The owner is the authenticated user."""
 
     name = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
@@ -191,9 +193,37 @@ class JobDetailSerializer(JobSerializer):
         help_text="For a job waiting in its TaskQueue: requirements no active CE offers."
     )
 
+    input_sandbox = serializers.SerializerMethodField(
+        help_text="The files uploaded with the submission."
+    )
+
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "jdl", "history", "warnings"]
+        fields = [
+            *JobSerializer.Meta.fields,
+            "jdl",
+            "executable",
+            "arguments",
+            "environment",
+            "output_sandbox",
+            "stdout_name",
+            "stderr_name",
+            "input_sandbox",
+            "exit_code",
+            "application_status",
+            "cpu_seconds",
+            "wall_seconds",
+            "peak_memory_kb",
+            "hostname",
+            "kill_requested",
+            "output_tail",
+            "history",
+            "warnings",
+        ]
         read_only_fields = fields
+
+    @extend_schema_field(FileSizeSerializer(many=True))
+    def get_input_sandbox(self, job):
+        return [{"name": f["name"], "size": f["size"]} for f in input_manifest(job.pk)]
 
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_warnings(self, job):

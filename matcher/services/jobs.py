@@ -13,7 +13,14 @@ from django.db import connection, models, transaction
 
 from config import clock, db, gdpconfig
 from matcher import lifecycle, taskqueues
-from matcher.lifecycle import ACTIVATED, AT_WORK_STATES, CANCELLED, CLAIMED_STATES
+from matcher.lifecycle import (
+    ACTIVATED,
+    AT_WORK_STATES,
+    CANCELLED,
+    CLAIMED_STATES,
+    FAILED,
+    FINISHED,
+)
 from matcher.models import MULTI_VALUED_FIELDS, Job, TaskQueueJob
 from matcher.services import enqueue, moves
 from matcher.services.moves import JobActionError, MoveRefused, NotHeld
@@ -124,7 +131,10 @@ def kill_job(job_id: int, user, reason: str = "") -> Job:
             job = moves.lock_job(job_id)
             _refuse_unless_allowed("kill", job, user)
             why = reason or f"killed by {user.get_username()}"
-            return job, moves.move_job(job, CANCELLED, why, by=moves.KILL)
+            # A pilot holding it is told in the answer to its next heartbeat.
+            held = job.status in CLAIMED_STATES and job.pilot_id is not None
+            extra = {"kill_requested": True} if held else {}
+            return job, moves.move_job(job, CANCELLED, why, by=moves.KILL, **extra)
 
     job, left = moves.retry_on_race(attempt)
     enqueue.drop_if_empty([left])
@@ -159,6 +169,7 @@ def reschedule_job(job_id: int, user) -> Job:
                 pilot_reference="",
                 pilot=None,
                 reschedule_count=job.reschedule_count + 1,
+                **FRESH_RESULTS,
             )
             return job, left
 
@@ -170,35 +181,106 @@ def reschedule_job(job_id: int, user) -> Job:
 # --- pilots --------------------------------------------------------------------------------------
 
 
-def report_job(job_id: int, to: str, reason: str = "", pilot_id: int | None = None) -> Job:
+# What a pilot reports of the payload it ran (model field names); a reschedule clears them.
+RESULT_FIELDS = (
+    "exit_code",
+    "application_status",
+    "cpu_seconds",
+    "wall_seconds",
+    "peak_memory_kb",
+    "hostname",
+)
+FRESH_RESULTS = {
+    "exit_code": None,
+    "application_status": "",
+    "cpu_seconds": None,
+    "wall_seconds": None,
+    "peak_memory_kb": None,
+    "hostname": "",
+    "kill_requested": False,
+    "output_tail": "",
+}
+
+
+def _outcome(to: str, reason: str, results: dict) -> tuple[str, str]:
+    """A `finished` payload with a non-zero exit code failed: (state, reason)."""
+    code = results.get("exit_code")
+    if to == FINISHED and code not in (None, 0):
+        app = results.get("application_status") or ""
+        return FAILED, f"exit code {code}" + (f"; {app}" if app else "")
+    return to, reason
+
+
+def _acknowledge_kill(job: Job, pilot_id: int | None, results: dict) -> Job:
+    """The pilot stopped a payload killed while it held the job: the exit info is kept, the
+    job stays cancelled, the kill is no longer pending. NotHeld for a job that was not
+    killed under that pilot."""
+    if job.status != CANCELLED or (pilot_id is not None and job.pilot_id != pilot_id):
+        raise NotHeld(job.pk, pilot_id)
+    for name, value in results.items():
+        setattr(job, name, value)
+    job.kill_requested = False
+    job.save(update_fields=[*results, "kill_requested"])
+    return job
+
+
+def report_job(
+    job_id: int,
+    to: str,
+    reason: str = "",
+    pilot_id: int | None = None,
+    results: dict | None = None,
+) -> Job:
     """A pilot's report on the job it holds: the job moves along lifecycle.PILOT_REPORTS
     (sent -> starting/running, running -> holding/transferring, and on to finished or failed;
     the exit code and message go in `reason`) and its heartbeat is now. With a `pilot_id`,
     only while that pilot still holds the job, checked under the job's lock (a reschedule may
     have revoked the claim since the caller looked): NotHeld otherwise. A report
     PILOT_REPORTS does not allow from the job's state: MoveRefused. Nothing is written on
-    either; Job.DoesNotExist for an unknown job. Its own transaction (or the caller's)."""
+    either; Job.DoesNotExist for an unknown job. Its own transaction (or the caller's).
+
+    `results` (RESULT_FIELDS) are stored with the move: a `finished` report with a non-zero
+    exit code fails the job ("exit code N"). `cancelled` acknowledges a kill (the job stays
+    cancelled, the results are kept, kill_requested clears)."""
     now = clock.now()
+    results = {k: v for k, v in (results or {}).items() if k in RESULT_FIELDS}
     with transaction.atomic():
         job = moves.lock_job(job_id, related=())
+        if to == CANCELLED:
+            return _acknowledge_kill(job, pilot_id, results)
         if pilot_id is not None and job.pilot_id != pilot_id:
             raise NotHeld(job_id, pilot_id)
+        to, reason = _outcome(to, reason, results)
         if not moves.permitted(moves.PILOT_REPORT, job.status, to):
             raise MoveRefused(f"job {job_id} is {job.status}, it cannot become {to}")
-        moves.move_job(job, to, reason, by=moves.PILOT_REPORT, now=now, heartbeat=now)
+        moves.move_job(job, to, reason, by=moves.PILOT_REPORT, now=now, heartbeat=now, **results)
     return job
 
 
-def record_heartbeat(job_id: int, pilot_id: int | None = None) -> None:
-    """The job's heartbeat is now (no state changes). With a `pilot_id` (a pilot's report),
-    only while that pilot holds the job in a state a pilot holds it in: NotHeld otherwise
-    (its message says which), nothing written."""
+KILL = "kill"  # the command a heartbeat's answer carries to the pilot of a killed job
+
+
+def record_heartbeat(
+    job_id: int, pilot_id: int | None = None, output_tail: str | None = None
+) -> list[str]:
+    """The job's heartbeat is now (no state changes), with the payload's last lines of output
+    if given. With a `pilot_id` (a pilot's report), only while that pilot holds the job in a
+    state a pilot holds it in: NotHeld otherwise (its message says which), nothing written.
+    Returns the commands for the pilot: ["kill"] for a job killed while that pilot held it
+    (then the heartbeat of the cancelled job is taken, not refused)."""
     jobs = Job.objects.filter(pk=job_id)
+    now = clock.now()
+    tail = {} if output_tail is None else {"output_tail": output_tail[-4096:]}
     if pilot_id is None:
-        jobs.update(heartbeat=clock.now())
-        return
-    if jobs.filter(pilot_id=pilot_id, status__in=CLAIMED_STATES).update(heartbeat=clock.now()):
-        return
+        jobs.update(heartbeat=now, **tail)
+        return []
+    if jobs.filter(pilot_id=pilot_id, status__in=CLAIMED_STATES).update(heartbeat=now, **tail):
+        return []
+    killed = jobs.filter(pilot_id=pilot_id, status=CANCELLED, kill_requested=True)
+    if killed.exists():
+        if tail:
+            killed.update(**tail)
+        return [KILL]
     current = jobs.values_list("status", "pilot_id").first()
     if current is None or current[1] != pilot_id:
         raise NotHeld(job_id, pilot_id)

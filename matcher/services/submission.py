@@ -7,7 +7,7 @@ each) and enqueue (the one way into a TaskQueue).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from django.db import connection, transaction
 
@@ -18,6 +18,15 @@ from matcher.models import MULTI_VALUED_FIELDS, Job
 from matcher.services import enqueue, moves
 
 WAITING = "waiting in TaskQueue"  # an activated job's status reason
+# What a job runs (issue 14): stored with it, never part of its TaskQueue's definition.
+PAYLOAD_FIELDS = (
+    "executable",
+    "arguments",
+    "environment",
+    "output_sandbox",
+    "stdout_name",
+    "stderr_name",
+)
 
 
 def _job(owner, spec: dict, status: str, now, **extra) -> Job:
@@ -32,13 +41,18 @@ def _job(owner, spec: dict, status: str, now, **extra) -> Job:
         created=now,
         status_changed=now,
         **{f: taskqueues.canonical_values(spec.get(f, ())) for f in MULTI_VALUED_FIELDS},
+        **{f: spec[f] for f in PAYLOAD_FIELDS if f in spec},
         **extra,
     )
 
 
-def submit_jobs(owner, specs: Sequence[dict]) -> list[Job]:
+def submit_jobs(
+    owner, specs: Sequence[dict], after_insert: Callable[[list[Job]], None] | None = None
+) -> list[Job]:
     """Store validated job specs as activated jobs in their TaskQueues, all or nothing (its
-    own transaction, run again if it lost a race).
+    own transaction, run again if it lost a race). `after_insert(jobs)` runs in that
+    transaction once the jobs exist (an app above stores what goes with them: an exception
+    rolls everything back; it may run again with the retry).
 
     Each spec has owner_group (a GridGroup), setup, cpu_time, user_priority, optional name and
     jdl, and the multi-valued requirement lists.
@@ -56,6 +70,8 @@ def submit_jobs(owner, specs: Sequence[dict]) -> list[Job]:
             for job, tq in zip(jobs, tqs, strict=True):
                 job.task_queue = tq
             moves.insert_jobs(jobs, by=moves.SUBMISSION, now=now, reason="submitted")
+            if after_insert is not None:
+                after_insert(jobs)
         return jobs
 
     return moves.retry_on_race(attempt)

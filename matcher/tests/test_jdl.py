@@ -20,6 +20,7 @@ def test_a_dirac_jdl_becomes_a_submission():
     payload, names = parse_jdl(JDL)
     assert payload == {
         "name": "reco-1",
+        "executable": "run.sh",
         "owner_group": "lhcb_user",
         "cpu_time": 3600,
         "sites": ["LCG.CERN.ch", "LCG.PIC.es"],

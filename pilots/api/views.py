@@ -3,6 +3,7 @@ and reports the status and heartbeats of the jobs it was given, and of no other.
 
 import time
 
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -12,13 +13,17 @@ from rest_framework.response import Response
 
 from config import metrics
 from config.api.codec import JsonOnlyNegotiation, OrjsonRenderer
-from config.api.fields import RejectUnknownFieldsMixin, StrictCharField
+from config.api.fields import RejectUnknownFieldsMixin, StrictCharField, StrictIntegerField
 from matcher import topology
 from matcher.api import resources as r
-from matcher.models import Job, JobStatus
+from matcher.lifecycle import FINAL_STATES
+from matcher.models import JobStatus
 from pilots import registry as pilot_registry
 from pilots import services as service
+from pilots.api.access import pilot_job as _pilot_job
+from pilots.api.sandbox import PilotSandboxMixin
 from pilots.models import Pilot, PilotStatus
+from sandboxes import services as sandboxes
 from shares.api.mixins import VisibleToUserMixin
 
 
@@ -83,18 +88,60 @@ JOB_REPORT_CHOICES = [
         JobStatus.TRANSFERRING,
         JobStatus.FINISHED,
         JobStatus.FAILED,
+        JobStatus.CANCELLED,
     )
 ]
 
 
+class NonNegativeFloatField(serializers.FloatField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class JobReportSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    status = serializers.ChoiceField(choices=JOB_REPORT_CHOICES)
+    status = serializers.ChoiceField(
+        choices=JOB_REPORT_CHOICES,
+        help_text="cancelled: the pilot stopped the payload of a job killed while it held it.",
+    )
     pilot_reference = StrictCharField(max_length=255)
     reason = StrictCharField(max_length=255, required=False, allow_blank=True, default="")
+    exit_code = StrictIntegerField(required=False, min_value=-(2**31), max_value=2**31 - 1)
+    application_status = StrictCharField(max_length=255, required=False, allow_blank=True)
+    cpu_seconds = NonNegativeFloatField(required=False, min_value=0, max_value=1e12)
+    wall_seconds = NonNegativeFloatField(required=False, min_value=0, max_value=1e12)
+    peak_memory_kb = StrictIntegerField(required=False, min_value=0, max_value=2**62)
+    hostname = StrictCharField(max_length=255, required=False, allow_blank=True)
+
+
+RESULT_FIELDS = (
+    "exit_code",
+    "application_status",
+    "cpu_seconds",
+    "wall_seconds",
+    "peak_memory_kb",
+    "hostname",
+)
 
 
 class HeartbeatSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     pilot_reference = StrictCharField(max_length=255)
+    output_tail = StrictCharField(
+        max_length=4096,
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The payload's last lines of stdout.",
+    )
+
+
+class CommandsSerializer(serializers.Serializer):
+    commands = serializers.ListField(
+        child=serializers.ChoiceField(choices=["kill"]),
+        help_text="kill: the job was killed; stop the payload's process group and report it "
+        "cancelled.",
+    )
 
 
 class PilotViewSet(VisibleToUserMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
@@ -147,20 +194,10 @@ class PilotViewSet(VisibleToUserMixin, mixins.CreateModelMixin, viewsets.ReadOnl
         return Response(PilotSerializer(pilot).data)
 
 
-def _pilot_job(request, pk, reference) -> tuple[Job, int]:
-    """(the job, the caller's pilot), if the job was claimed by the caller's own pilot with
-    this reference. Staff too report only through their own pilots: they act on other jobs
-    with kill and reschedule."""
-    job = get_object_or_404(Job.objects.only("pilot"), pk=pk)
-    pilot_id = pilot_registry.pilot_id_of(request.user, reference)
-    if pilot_id is None or job.pilot_id != pilot_id:
-        raise PermissionDenied("a pilot reports only on the jobs it was given")
-    return job, pilot_id
-
-
-class JobReportsMixin:
-    """A job's pilot reports on it (/jobs/{id}/status/, /jobs/{id}/heartbeat/): actions the
-    project root adds to the matcher's job viewset (pilots/api/urls.py `extends`)."""
+class JobReportsMixin(PilotSandboxMixin):
+    """A job's pilot reports on it (/jobs/{id}/status/, /jobs/{id}/heartbeat/) and fetches
+    and uploads its files (pilots/api/sandbox.py): actions the project root adds to the
+    matcher's job viewset (pilots/api/urls.py `extends`)."""
 
     @extend_schema(
         request=JobReportSerializer,
@@ -171,32 +208,43 @@ class JobReportsMixin:
         """The job's pilot reports it starting, running, finished or failed."""
         body = JobReportSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        job, pilot_id = _pilot_job(request, pk, body.validated_data["pilot_reference"])
+        data = body.validated_data
+        job, pilot_id = _pilot_job(request, pk, data["pilot_reference"])
+        results = {k: data[k] for k in RESULT_FIELDS if k in data}
         try:
-            job = service.report_job(
-                job.pk,
-                body.validated_data["status"],
-                body.validated_data["reason"],
-                pilot_id=pilot_id,
-            )
+            with transaction.atomic():
+                job = service.report_job(
+                    job.pk, data["status"], data["reason"], pilot_id=pilot_id, results=results
+                )
+                if job.status in FINAL_STATES:  # its staged outputs are shown from now on
+                    sandboxes.complete_outputs(job.pk)
         except service.PilotError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response({"id": job.pk, "status": job.status})
 
     @extend_schema(
         request=HeartbeatSerializer,
-        responses={204: OpenApiResponse(), 403: OpenApiResponse(), 409: OpenApiResponse()},
+        responses={
+            200: CommandsSerializer,
+            204: OpenApiResponse(description="nothing to do"),
+            403: OpenApiResponse(),
+            409: OpenApiResponse(),
+        },
     )
     @action(detail=True, methods=["post"])
     def heartbeat(self, request, pk=None):
-        """The job's pilot says it is alive: only while the job is in a state a pilot holds."""
+        """The job's pilot says it is alive, with the payload's last lines of output: only
+        while the job is in a state a pilot holds. A job killed while it held it: 200 with
+        the command to kill the payload."""
         body = HeartbeatSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         job, pilot_id = _pilot_job(request, pk, body.validated_data["pilot_reference"])
         try:
-            service.heartbeat(job.pk, pilot_id)
+            commands = service.heartbeat(job.pk, pilot_id, body.validated_data.get("output_tail"))
         except service.PilotError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        if commands:
+            return Response({"commands": commands})
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

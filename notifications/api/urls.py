@@ -1,0 +1,5 @@
+from notifications.api import views
+
+routes = [
+    ("notifications", views.NotificationRequestViewSet, "notificationrequest"),
+]

@@ -1,0 +1,39 @@
+from django import forms
+
+from notifications.models import Channel, NotificationPreference, Outcomes
+
+
+class PreferenceForm(forms.ModelForm):
+    prefix = "pref"
+
+    class Meta:
+        model = NotificationPreference
+        fields = ["email", "webhook_url", "outcomes"]
+        widgets = {"webhook_url": forms.URLInput(attrs={"size": 50, "placeholder": "https://"})}
+
+
+class RequestForm(forms.Form):
+    """Ask about one job or task; checked by the API's serializer (one set of rules)."""
+
+    prefix = "req"
+    kind = forms.ChoiceField(choices=[("job", "job"), ("task", "task")])
+    object_id = forms.IntegerField(label="id", min_value=1, max_value=2**63 - 1)
+    channels = forms.MultipleChoiceField(
+        choices=Channel.choices, widget=forms.CheckboxSelectMultiple, initial=[Channel.EMAIL]
+    )
+    outcomes = forms.ChoiceField(choices=Outcomes.choices, initial=Outcomes.BOTH)
+    webhook_url = forms.CharField(
+        label="webhook URL",
+        required=False,
+        max_length=500,
+        widget=forms.URLInput(attrs={"size": 40, "placeholder": "empty: your preference's"}),
+    )
+
+    def api_data(self) -> dict:
+        d = self.cleaned_data
+        return {
+            d["kind"]: d["object_id"],
+            "channels": d["channels"],
+            "outcomes": d["outcomes"],
+            "webhook_url": d["webhook_url"],
+        }

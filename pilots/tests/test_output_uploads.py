@@ -1,0 +1,131 @@
+"""A job's pilot uploads its outputs: only its own pilot, only while it holds the job, within
+MaxOutputSandboxBytes; staged until the final report, so a pilot that dies mid-upload leaves
+nothing shown as complete."""
+
+import pytest
+
+from config import gdpconfig
+from matcher.models import Job
+from sandboxes import services
+from sandboxes.models import SandboxFile
+from sandboxes.tests.conftest import JOB, Pilot, multipart, stored_files, upload
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox_root")]
+
+
+@pytest.fixture
+def running(api, users, pilot):
+    """alice's job, taken and running under the generic pilot `p-1`."""
+    r = api(users["alice"]).post("/api/v1/jobs/", {"executable": "/bin/true", **JOB}, format="json")
+    job_id = r.json()["id"]
+    assert pilot.take()["id"] == job_id
+    assert pilot.report(job_id, "running").status_code == 200
+    return job_id
+
+
+def test_the_outputs_are_shown_only_after_the_final_report(api, users, pilot, running):
+    r = pilot.upload(running, stdout=upload("std.out", b"hi\n"), output=[upload("r.txt", b"42")])
+    assert r.status_code == 200, r.content
+    assert sorted(f["name"] for f in r.json()["files"]) == ["r.txt", "std.out"]
+    owner = api(users["alice"])
+    assert owner.get(f"/api/v1/jobs/{running}/sandbox/").json() == []
+    assert pilot.report(running, "finished", exit_code=0).status_code == 200
+    listed = owner.get(f"/api/v1/jobs/{running}/sandbox/").json()
+    assert [(f["name"], f["kind"], f["size"]) for f in listed] == [
+        ("std.out", "stdout", 3),
+        ("r.txt", "output", 2),
+    ]
+
+
+def test_an_output_in_a_subdirectory_keeps_its_relative_name(api, users, pilot, running):
+    body, content_type = multipart(
+        {"pilot_reference": pilot.reference}, [("output", "sub/dir/r.txt", b"1")]
+    )
+    r = pilot.api.generic(
+        "POST", f"/api/v1/jobs/{running}/output/", body, content_type=content_type
+    )
+    assert r.status_code == 200, r.content
+    assert r.json()["files"] == [{"name": "sub/dir/r.txt", "size": 1}]
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../up.txt", "a/../../b", "..", "x\x01y"])
+def test_an_unsafe_output_name_is_a_400_naming_output_and_nothing_is_staged(
+    pilot, running, sandbox_root, name
+):
+    body, content_type = multipart({"pilot_reference": pilot.reference}, [("output", name, b"1")])
+    r = pilot.api.generic(
+        "POST", f"/api/v1/jobs/{running}/output/", body, content_type=content_type
+    )
+    assert r.status_code == 400
+    assert "output" in r.json()
+    assert not SandboxFile.objects.exclude(kind="input").exists()
+    assert not stored_files(sandbox_root)
+
+
+def test_outputs_over_the_limit_are_a_413_naming_output(pilot, running, sandbox_root):
+    gdpconfig.set_value("MaxOutputSandboxBytes", 1000)
+    r = pilot.upload(
+        running, stdout=upload("std.out", b"x" * 600), output=[upload("b", b"y" * 600)]
+    )
+    assert r.status_code == 413
+    assert "MaxOutputSandboxBytes" in r.json()["output"][0]
+    assert not SandboxFile.objects.exists() and not stored_files(sandbox_root)
+
+
+def test_a_body_declared_far_over_the_limit_is_refused_before_it_is_read(pilot, running):
+    gdpconfig.set_value("MaxOutputSandboxBytes", 1000)
+    r = pilot.api.generic(
+        "POST",
+        f"/api/v1/jobs/{running}/output/",
+        b"",
+        content_type="multipart/form-data; boundary=x",
+        CONTENT_LENGTH=str(50 * 1024 * 1024),
+    )
+    assert r.status_code == 413
+
+
+def test_another_pilot_may_not_upload(api, users, running):
+    other = Pilot(api(users["pilot"]), reference="p-2")
+    other.api.post("/api/v1/pilots/", {"reference": "p-2", "site": "LCG.CERN.ch"}, format="json")
+    r = other.upload(running, stdout=upload("std.out"))
+    assert r.status_code == 403
+    r = Pilot(api(users["bob"]), reference="p-1").upload(running, stdout=upload("std.out"))
+    assert r.status_code == 403
+    assert not SandboxFile.objects.exists()
+
+
+def test_a_pilot_may_not_upload_for_another_job(api, users, pilot, running):
+    r = api(users["alice"]).post("/api/v1/jobs/", JOB, format="json")
+    assert pilot.upload(r.json()["id"], stdout=upload("std.out")).status_code == 403
+
+
+def test_a_finished_job_takes_no_more_uploads(pilot, running):
+    assert pilot.report(running, "finished", exit_code=0).status_code == 200
+    assert pilot.upload(running, stdout=upload("std.out")).status_code == 409
+
+
+def test_a_pilot_dying_mid_upload_leaves_nothing_shown(api, users, pilot, running, sandbox_root):
+    body, content_type = multipart(
+        {"pilot_reference": pilot.reference}, [("stdout", "std.out", b"half")]
+    )
+    cut = body[: len(body) // 2 + 40]
+    r = pilot.api.generic("POST", f"/api/v1/jobs/{running}/output/", cut, content_type=content_type)
+    assert r.status_code == 400
+    # An upload that went through, then the pilot is lost: staged, never listed.
+    assert pilot.upload(running, stdout=upload("std.out", b"all")).status_code == 200
+    Job.objects.filter(pk=running).update(status="failed")  # the heartbeat timeout's doing
+    assert api(users["alice"]).get(f"/api/v1/jobs/{running}/sandbox/").json() == []
+    assert services.outputs(running) == []
+    assert api(users["alice"]).get(f"/api/v1/jobs/{running}/sandbox/std.out").status_code == 404
+
+
+def test_a_second_upload_replaces_the_staged_one(
+    pilot, running, sandbox_root, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        assert pilot.upload(running, stdout=upload("std.out", b"first")).status_code == 200
+        assert pilot.upload(running, stdout=upload("std.out", b"second")).status_code == 200
+        assert pilot.report(running, "finished", exit_code=0).status_code == 200
+    [entry] = services.outputs(running)
+    assert services.read_text(entry) == "second"
+    assert len(stored_files(sandbox_root)) == 1

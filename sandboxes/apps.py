@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+
+
+class SandboxesConfig(AppConfig):
+    name = "sandboxes"
+    verbose_name = "Job sandboxes"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # The parameters, the input manifest the pilots' match answer and the job's API show,
+        # and the job page's facts register themselves with the apps below.
+        from sandboxes import facts, params, services  # noqa: F401
