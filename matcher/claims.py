@@ -30,6 +30,7 @@ from config import clock
 from matcher import matching, races
 from matcher.models import (
     MULTI_VALUED_FIELDS,
+    PAYLOAD_FIELDS,
     Job,
     JobStatus,
     JobStatusHistory,
@@ -40,15 +41,7 @@ from matcher.models import (
 from matcher.services import add_to_counts
 from shares.models import GridGroup, User
 
-# The job's payload, told to its pilot (JSON columns decoded as the requirement lists are).
-PAYLOAD_FIELDS = (
-    "executable",
-    "arguments",
-    "environment",
-    "output_sandbox",
-    "stdout_name",
-    "stderr_name",
-)
+# The payload's JSON columns, decoded as the requirement lists are.
 _JSON_PAYLOAD = ("arguments", "environment", "output_sandbox")
 CANDIDATE_JOBS = 10  # the seed's "get the first ten and order them in random order"
 USER_PRIORITIES = 11  # UserPriority 0..10 (the jobs' check constraint): one uniform each

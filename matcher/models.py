@@ -69,6 +69,26 @@ class JobStatus(models.TextChoices):
     CLOSED = "closed"
 
 
+# What a job runs (issue 14): stored with it, told to its pilot, never part of its TaskQueue.
+PAYLOAD_FIELDS = (
+    "executable",
+    "arguments",
+    "environment",
+    "output_sandbox",
+    "stdout_name",
+    "stderr_name",
+)
+# What a pilot reports of the payload it ran; a reschedule clears them.
+RESULT_FIELDS = (
+    "exit_code",
+    "application_status",
+    "cpu_seconds",
+    "wall_seconds",
+    "peak_memory_kb",
+    "hostname",
+)
+
+
 class Requirements(models.Model):
     """The eight multi-valued requirements a job states and its TaskQueue shares
     (matcher.taskqueues.MULTI_VALUED_FIELDS): canonical sorted lists, empty meaning "no

@@ -12,7 +12,15 @@ from config.api.fields import (
 )
 from matcher.api.payload import PayloadFieldsMixin
 from matcher.api.resources import FileSizeSerializer, input_manifest
-from matcher.models import ComputingElement, Job, JobStatusHistory, Site, TaskQueue
+from matcher.models import (
+    PAYLOAD_FIELDS,
+    RESULT_FIELDS,
+    ComputingElement,
+    Job,
+    JobStatusHistory,
+    Site,
+    TaskQueue,
+)
 from matcher.taskqueues import MULTI_VALUED_FIELDS
 from shares.models import GridGroup
 
@@ -201,19 +209,9 @@ class JobDetailSerializer(JobSerializer):
         fields = [
             *JobSerializer.Meta.fields,
             "jdl",
-            "executable",
-            "arguments",
-            "environment",
-            "output_sandbox",
-            "stdout_name",
-            "stderr_name",
+            *PAYLOAD_FIELDS,
             "input_sandbox",
-            "exit_code",
-            "application_status",
-            "cpu_seconds",
-            "wall_seconds",
-            "peak_memory_kb",
-            "hostname",
+            *RESULT_FIELDS,
             "kill_requested",
             "output_tail",
             "history",

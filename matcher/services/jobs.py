@@ -21,7 +21,7 @@ from matcher.lifecycle import (
     FAILED,
     FINISHED,
 )
-from matcher.models import MULTI_VALUED_FIELDS, Job, TaskQueueJob
+from matcher.models import MULTI_VALUED_FIELDS, RESULT_FIELDS, Job, TaskQueueJob
 from matcher.services import enqueue, moves
 from matcher.services.moves import JobActionError, MoveRefused, NotHeld
 from matcher.services.submission import WAITING
@@ -181,15 +181,6 @@ def reschedule_job(job_id: int, user) -> Job:
 # --- pilots --------------------------------------------------------------------------------------
 
 
-# What a pilot reports of the payload it ran (model field names); a reschedule clears them.
-RESULT_FIELDS = (
-    "exit_code",
-    "application_status",
-    "cpu_seconds",
-    "wall_seconds",
-    "peak_memory_kb",
-    "hostname",
-)
 FRESH_RESULTS = {
     "exit_code": None,
     "application_status": "",

@@ -14,19 +14,10 @@ from django.db import connection, transaction
 from config import clock, gdpconfig
 from matcher import taskqueues
 from matcher.lifecycle import ACTIVATED, DEFINED, NEW
-from matcher.models import MULTI_VALUED_FIELDS, Job
+from matcher.models import MULTI_VALUED_FIELDS, PAYLOAD_FIELDS, Job
 from matcher.services import enqueue, moves
 
 WAITING = "waiting in TaskQueue"  # an activated job's status reason
-# What a job runs (issue 14): stored with it, never part of its TaskQueue's definition.
-PAYLOAD_FIELDS = (
-    "executable",
-    "arguments",
-    "environment",
-    "output_sandbox",
-    "stdout_name",
-    "stderr_name",
-)
 
 
 def _job(owner, spec: dict, status: str, now, **extra) -> Job:

@@ -21,16 +21,11 @@ from matcher.lifecycle import CLAIMED_STATES, RUNNING_STATES
 from matcher.models import Job
 from pilots.api.access import pilot_job
 from sandboxes import services as sandboxes
-from sandboxes.api.parsers import SandboxMultiPartParser
+from sandboxes.api.parsers import SandboxMultiPartParser, with_suffix
 
 OUTPUT_PARTS = ("stdout", "stderr", "output")
 # Room for the form's own bytes (boundaries, headers, the reference) over the files' limit.
 FORM_SLACK = 1024 * 1024
-
-
-def with_suffix(name: str | None, suffix: str | None) -> str:
-    """The file's name: the router reads a name's extension as a format suffix."""
-    return f"{name}.{suffix}" if suffix else name or ""
 
 
 def _conflict(job_id: int, where: str) -> Response:

@@ -17,7 +17,7 @@ from config.api.fields import RejectUnknownFieldsMixin, StrictCharField, StrictI
 from matcher import topology
 from matcher.api import resources as r
 from matcher.lifecycle import FINAL_STATES
-from matcher.models import JobStatus
+from matcher.models import RESULT_FIELDS, JobStatus
 from pilots import registry as pilot_registry
 from pilots import services as service
 from pilots.api.access import pilot_job as _pilot_job
@@ -113,16 +113,6 @@ class JobReportSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     wall_seconds = NonNegativeFloatField(required=False, min_value=0, max_value=1e12)
     peak_memory_kb = StrictIntegerField(required=False, min_value=0, max_value=2**62)
     hostname = StrictCharField(max_length=255, required=False, allow_blank=True)
-
-
-RESULT_FIELDS = (
-    "exit_code",
-    "application_status",
-    "cpu_seconds",
-    "wall_seconds",
-    "peak_memory_kb",
-    "hostname",
-)
 
 
 class HeartbeatSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

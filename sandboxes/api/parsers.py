@@ -75,3 +75,8 @@ class SandboxMultiPartParser(MultiPartParser):
 def sent_name(upload) -> str:
     """The file's name as its sender gave it."""
     return getattr(upload, "sent_name", None) or upload.name or ""
+
+
+def with_suffix(name: str | None, suffix: str | None) -> str:
+    """The file's name: the router reads a name's extension as a format suffix."""
+    return f"{name}.{suffix}" if suffix else name or ""

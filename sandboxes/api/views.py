@@ -29,7 +29,7 @@ from matcher import selectors
 from matcher.api import serializers as s
 from matcher.jdl import JDLError, parse_jdl
 from sandboxes import services
-from sandboxes.api.parsers import SandboxMultiPartParser, sent_name
+from sandboxes.api.parsers import SandboxMultiPartParser, sent_name, with_suffix
 from sandboxes.models import SandboxKind
 
 SUBMISSION_PARTS = {"job", "jdl", "input_sandbox"}
@@ -197,7 +197,7 @@ class SandboxJobsMixin:
         """One output file, as an attachment (never served as a page)."""
         job = get_object_or_404(self.get_queryset(), pk=pk)
         # The router reads a name's extension as a format suffix: the name is both.
-        entry = services.output_file(job.pk, f"{name}.{format}" if format else name or "")
+        entry = services.output_file(job.pk, with_suffix(name, format))
         if entry is None:
             return Response({"detail": "No such output file."}, status=404)
         return file_response(entry)
