@@ -4,9 +4,6 @@ Each test runs the installed `gridwms` entry point (or `python -m gridwms.cli`) 
 working directory and HOME, logged in as a demo user. A pilot's side, where a test needs one,
 is played over the API by `Pilot` below (the contract's pilot requests) or by the real pilot
 process (`manage.py pilot`).
-
-Tests of what issue 14's server side adds (input sandbox uploads, JDL text, logs, output
-sandboxes) are skipped until it exists, and run from the moment it lands.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.urls import Resolver404, resolve
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -33,39 +29,6 @@ from matcher.models import Job
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.django_db(transaction=True)
 
-
-def _route(path: str) -> bool:
-    for candidate in (path, path + "/"):
-        try:
-            resolve(candidate)
-            return True
-        except Resolver404:
-            pass
-    return False
-
-
-# Issue 14's server side, piece by piece (its HTTP contract: /tmp/issue14_contract.md).
-PAYLOADS = hasattr(Job, "executable")
-INPUT_SANDBOX = PAYLOADS and _route("/api/v1/jobs/1/input/data.txt")
-OUTPUTS = PAYLOADS and all(
-    _route(p)
-    for p in (
-        "/api/v1/jobs/1/output/",
-        "/api/v1/jobs/1/log/",
-        "/api/v1/jobs/1/sandbox/",
-        "/api/v1/jobs/1/sandbox/std.out",
-    )
-)
-PILOT_SOURCE = ROOT / "pilots" / "management" / "commands" / "pilot.py"
-# The real pilot runs payloads once it reads the match answer's `payload` (contract §2).
-PILOT_RUNS_PAYLOADS = OUTPUTS and '"payload"' in PILOT_SOURCE.read_text(encoding="utf-8")
-needs_payloads = pytest.mark.skipif(not PAYLOADS, reason="issue 14: jobs have no executable yet")
-needs_input_sandbox = pytest.mark.skipif(
-    not INPUT_SANDBOX, reason="issue 14: no input sandbox uploads yet"
-)
-needs_outputs = pytest.mark.skipif(
-    not OUTPUTS, reason="issue 14: no output upload, log or sandbox endpoints yet"
-)
 
 COMMAND = Path(sys.executable).with_name("gridwms")  # the entry point `make install` makes
 
@@ -536,7 +499,6 @@ def test_reschedule_sends_a_failed_job_back_to_wait_and_refuses_a_waiting_one(al
 SANDBOX_BYTES = bytes(range(256)) * 3 + b"\r\n--gridwms-boundary\r\n" + b"\x00" * 10
 
 
-@needs_input_sandbox
 def test_input_sandbox_files_go_with_a_json_job_byte_for_byte(alice, users):
     alice.write("data.txt", "hello from the sandbox\n")
     alice.write("blob.bin", SANDBOX_BYTES)
@@ -555,7 +517,6 @@ def test_input_sandbox_files_go_with_a_json_job_byte_for_byte(alice, users):
     assert b"".join(got.streaming_content if got.streaming else [got.content]) == SANDBOX_BYTES
 
 
-@needs_input_sandbox
 def test_a_jdl_with_input_sandbox_files_is_submitted_with_them(alice):
     alice.write("data.txt", "jdl sandbox\n")
     alice.write(
@@ -579,7 +540,6 @@ def test_a_list_of_jobs_cannot_take_input_sandbox_files(alice):
     assert not Job.objects.exists()
 
 
-@needs_payloads
 def test_a_jdl_text_is_submitted_as_it_is(alice):
     alice.write(
         "hello.jdl",
@@ -593,7 +553,6 @@ def test_a_jdl_text_is_submitted_as_it_is(alice):
     assert job["arguments"] == ["hello", "world"]
 
 
-@needs_payloads
 def test_a_non_string_argument_exits_2_naming_arguments(alice):
     alice.write("bad.json", json.dumps({"executable": "/bin/echo", "arguments": ["ok", 3],
                                         **WAITING_JOB}))  # fmt: skip
@@ -614,7 +573,6 @@ def _finished_job(alice, users, outputs=None, exit_code=0) -> int:
     return job_id
 
 
-@needs_outputs
 def test_log_prints_the_jobs_stdout_or_stderr_whole_or_its_tail(alice, users):
     job_id = _finished_job(alice, users)
     assert alice("log", str(job_id)).stdout == "one\ntwo\nthree\n"
@@ -622,7 +580,6 @@ def test_log_prints_the_jobs_stdout_or_stderr_whole_or_its_tail(alice, users):
     assert alice("log", str(job_id), "--stderr").stdout == "oops\n"
 
 
-@needs_outputs
 def test_log_follow_prints_each_line_once_until_the_job_ends(alice, users):
     [job_id] = alice.submit({"executable": "/bin/sh", "arguments": ["run.sh"], **WAITING_JOB})
     pilot = Pilot(users)
@@ -646,7 +603,6 @@ def test_log_follow_prints_each_line_once_until_the_job_ends(alice, users):
     assert out == "a\nb\nc\npartial line\nd\n"
 
 
-@needs_outputs
 def test_get_downloads_the_output_sandbox_into_the_jobs_directory(alice, users):
     outputs = {"result.txt": b"42\n", "table.bin": SANDBOX_BYTES}
     job_id = _finished_job(alice, users, outputs)
@@ -663,7 +619,6 @@ def test_get_downloads_the_output_sandbox_into_the_jobs_directory(alice, users):
     assert (alice.cwd / "elsewhere" / "table.bin").read_bytes() == SANDBOX_BYTES
 
 
-@needs_outputs
 def test_another_user_gets_neither_the_log_nor_the_outputs(alice, users):
     job_id = _finished_job(alice, users, {"result.txt": b"42\n"})
     alice.login("bob")
@@ -675,7 +630,6 @@ def test_another_user_gets_neither_the_log_nor_the_outputs(alice, users):
     assert not (alice.cwd / f"job_{job_id}").exists()
 
 
-@pytest.mark.skipif(not PILOT_RUNS_PAYLOADS, reason="issue 14: the pilot runs no payload yet")
 def test_a_real_pilot_runs_the_payload_and_its_outputs_reach_the_owner_only(alice, users):
     alice.write("data.txt", "the input\n")
     alice.write(
