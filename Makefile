@@ -26,7 +26,7 @@ install: $(BIN)/.installed
 # the web server together; Ctrl-C stops both.
 run: $(BIN)/.installed
 	$(BIN)/python manage.py migrate --no-input -v0
-	$(BIN)/python manage.py demo --if-empty
+	$(BIN)/python manage.py demo --if-empty --local-url http://$(HOST):$(PORT)
 	$(BIN)/python manage.py brokerage_demo --if-empty
 	$(BIN)/python manage.py setup_schedules
 	@echo "gridwms on http://$(HOST):$(PORT)/  (admin / admin; users alice, bob, carol, dave, erin / gridwms)"

@@ -16,10 +16,14 @@ WMSHistory corrector, then every TaskQueue priority), taskqueue_cleanup, directo
 generic pilots). Not run: brokerage, ClassAds, timeouts, retention, notifications (no tasks, no
 heartbeats: nothing for them here).
 
-Job slots: the simulated CE starts every scheduled pilot (ComputingElement.max_running_pilots
-is stored but not enforced by the app). This script enforces it as the CE's batch system would:
-before each pilot_status cycle, a CE's scheduled pilots beyond its free slots stay queued
-(their next event moves to the next step), and still count against max_waiting_pilots.
+Job slots: the simulated CE starts a scheduled pilot only on a free slot of its CE
+(ComputingElement.max_running_pilots, enforced by pilots.services.simulated_ce_cycle); this
+script also holds them before each pilot_status cycle (their next event moves to the next
+step). Queued pilots still count against max_waiting_pilots.
+
+`--param NAME=JSON` sets a gdpconfig parameter (e.g. MatchCPUSegmentPrecedence=true). Unless
+GRIDWMS_TESTING=1, the matcher's view and gdpconfig refresh once a real second or two (many
+simulated minutes here): runs are then not exactly repeatable.
 
 Achieved share = running-slot-time share, as DIRAC's WMSHistory measures it (the running jobs
 of each entity, sampled at every step, time-weighted, over the entities); the CPU time delivered
@@ -94,9 +98,20 @@ def main() -> None:
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--days", type=float, help="simulated days (default: the scale's)")
     parser.add_argument("--step-minutes", type=float, default=2.0)
+    parser.add_argument("--slots", type=int, help="job slots in all (default: the scale's)")
+    parser.add_argument(
+        "--cpu-scale", type=float, help=f"job wall time / CPUTime (default {CPU_SCALE})"
+    )
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--chart", default="/tmp/fairshare.html")
     parser.add_argument("--progress", action="store_true", help="a line per simulated hour")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="a gdpconfig parameter for the run, e.g. MatchCPUSegmentPrecedence=false (repeat)",
+    )
     args = parser.parse_args()
     with throwaway_database("fairshare"):
         run(args)
@@ -160,8 +175,9 @@ def run(args) -> None:  # one scenario, read top to bottom
             "Scheduled": 60,
             "Aborted": 0.05,
             "JobFailed": 0.05,
-            "CPUScale": CPU_SCALE,
+            "CPUScale": getattr(args, "cpu_scale", None) or CPU_SCALE,
         },
+        **{k: json.loads(v) for k, _, v in (p.partition("=") for p in args.param)},
     }.items():
         gdpconfig.set_value(name, value, comment="bench/fairshare.py")
     ces = list(ComputingElement.objects.select_related("site"))
@@ -171,7 +187,7 @@ def run(args) -> None:  # one scenario, read top to bottom
                 ce.status = ComputingElement.Status.BANNED
                 ce.save(update_fields=["status"])
     active = [c for c in ces if c.status == ComputingElement.Status.ACTIVE]
-    slots_total = SLOTS[args.scale]
+    slots_total = getattr(args, "slots", None) or SLOTS[args.scale]
     per_ce = slots_total // len(active)
     for i, ce in enumerate(active):
         ce.max_running_pilots = per_ce + (1 if i < slots_total - per_ce * len(active) else 0)
@@ -234,7 +250,7 @@ def run(args) -> None:  # one scenario, read top to bottom
         return ok, bad
 
     def job_spec(group: str) -> dict:
-        seg = rng.choices(segments, weights=MIX[group])[0]
+        seg = rng.choices(list(SEGMENT_CPU), weights=MIX[group])[0]  # the job kinds
         r = rng.random()
         req: dict = {}
         for p, restriction in RESTRICTIONS:
@@ -430,6 +446,7 @@ def run(args) -> None:  # one scenario, read top to bottom
     out(
         "summary",
         scale=args.scale,
+        params=dict(p.partition("=")[::2] for p in args.param),
         simulated_days=round((end - now0).total_seconds() / 86400, 3),
         step_minutes=args.step_minutes,
         judged_window_hours=round((n_steps - window_start) * step.total_seconds() / 3600, 2),

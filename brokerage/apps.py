@@ -7,5 +7,5 @@ class BrokerageConfig(AppConfig):
 
     def ready(self) -> None:
         # params, explainers, health alerts; then the cycles.
-        from brokerage import health, lifecycle, params, why  # noqa: F401
+        from brokerage import health, lifecycle, params, people, why  # noqa: F401
         from brokerage.services import analysis, production  # noqa: F401

@@ -2,20 +2,68 @@ import django_filters
 
 from brokerage.models import BrokerageRun, PandaQueue, Task, TaskStatus
 from config.filters import StrictFilterSet
+from config.listing import ListFilterSet, SearchFilter, SortFilter, time_range
+from matcher.filters import IdFilter
 
 
-class TaskFilterSet(StrictFilterSet):
-    status = django_filters.MultipleChoiceFilter(choices=TaskStatus.choices)
+class TaskFilterSet(ListFilterSet):
+    q = SearchFilter(ids=("id",), text=("name",), help_text="a task id or part of its name")
+    status = django_filters.MultipleChoiceFilter(choices=TaskStatus.choices, distinct=False)
     kind = django_filters.ChoiceFilter(choices=Task.Kind.choices)
     nucleus = django_filters.CharFilter(field_name="nucleus__name")
     owner = django_filters.CharFilter(field_name="owner__username")
     name = django_filters.CharFilter(lookup_expr="icontains")
     processing_type = django_filters.CharFilter()
     gshare = django_filters.CharFilter()
+    period, since, until = time_range("modified", "Modified")
+    ordering = SortFilter(
+        fields=[
+            ("id", "id"),
+            ("name", "name"),
+            ("kind", "kind"),
+            ("owner__username", "owner"),
+            ("processing_type", "processing_type"),
+            ("priority", "priority"),
+            ("status", "status"),
+            ("nucleus__name", "nucleus"),
+            ("created", "created"),
+            ("modified", "modified"),
+        ],
+        nulls={"nucleus": ""},
+        field_labels={"processing_type": "processingType", "modified": "Modified"},
+    )
+    export_fields = {
+        "id": "id",
+        "name": "name",
+        "kind": "kind",
+        "owner": "owner__username",
+        "group": "owner_group__name",
+        "processing_type": "processing_type",
+        "gshare": "gshare",
+        "priority": "priority",
+        "status": "status",
+        "status_reason": "status_reason",
+        "nucleus": "nucleus__name",
+        "created": "created",
+        "modified": "modified",
+    }
 
     class Meta:
         model = Task
-        fields = ["status", "kind", "nucleus", "owner", "name", "processing_type", "gshare"]
+        fields = [
+            "q",
+            "status",
+            "kind",
+            "nucleus",
+            "owner",
+            "name",
+            "processing_type",
+            "gshare",
+            "period",
+            "since",
+            "until",
+            "ordering",
+        ]
 
 
 class PandaQueueFilterSet(StrictFilterSet):
@@ -30,11 +78,43 @@ class PandaQueueFilterSet(StrictFilterSet):
         fields = ["name", "site", "nucleus", "status", "queue_type"]
 
 
-class BrokerageRunFilterSet(StrictFilterSet):
-    task = django_filters.NumberFilter(field_name="task_id")
+OUTCOMES = [(o, o) for o in ("assigned", "pending", "throttled")]
+
+
+class BrokerageRunFilterSet(ListFilterSet):
+    """The brokerage decisions: the page and the API."""
+
+    q = SearchFilter(
+        ids=("id", "task_id"), text=("task__name",), help_text="a decision's or task's id, or "
+        "part of the task's name",
+    )  # fmt: skip
+    task = IdFilter(field_name="task_id", label="Task")
     kind = django_filters.ChoiceFilter(choices=BrokerageRun.Kind.choices)
-    outcome = django_filters.CharFilter()
+    outcome = django_filters.ChoiceFilter(choices=OUTCOMES)
+    period, since, until = time_range("at", "Decided")
+    ordering = SortFilter(
+        fields=[
+            ("id", "id"),
+            ("at", "at"),
+            ("kind", "kind"),
+            ("task_id", "task"),
+            ("task__name", "task_name"),
+            ("outcome", "outcome"),
+        ],
+        field_labels={"at": "Decided", "task_id": "Task", "task__name": "Task name"},
+    )
+    export_fields = {
+        "id": "id",
+        "at": "at",
+        "kind": "kind",
+        "task": "task_id",
+        "task_name": "task__name",
+        "outcome": "outcome",
+        "chosen": "chosen",
+        "message": "message",
+        "removed_by": "removed_by",
+    }
 
     class Meta:
         model = BrokerageRun
-        fields = ["task", "kind", "outcome"]
+        fields = ["q", "task", "kind", "outcome", "period", "since", "until", "ordering"]

@@ -5,7 +5,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from brokerage import charts, lifecycle, production
 from brokerage.api.serializers import STAFF_FIELDS, TaskSubmitSerializer
-from brokerage.filters import TaskFilterSet
+from brokerage.filters import BrokerageRunFilterSet, TaskFilterSet
 from brokerage.models import BrokerageRun, GlobalShare, Nucleus, PandaQueue, Task
 from brokerage.network import LinkData, network_weight
 from brokerage.services import analysis as analysis_services
@@ -13,18 +13,30 @@ from brokerage.services import world
 from brokerage.services.submission import submit_task
 from config import clock, gdpconfig
 from config.errors import add_to_form
-from config.paging import paginate
+from config.listing import list_page
 from matcher.charts import to_html
 
 
 def task_list(request):
     qs = Task.objects.visible_to(request.user).select_related("owner", "owner_group", "nucleus")
     filterset = TaskFilterSet(request.GET, queryset=qs)
-    page = paginate(request, filterset.qs)
-    counts = lifecycle.job_counts(t.pk for t in page.rows)
-    for task in page.rows:
-        task.jobs = counts.get(task.pk)
-    return render(request, "brokerage/task_list.html", {"filter": filterset, "page": page})
+
+    def with_job_counts(tasks):
+        counts = lifecycle.job_counts(t.pk for t in tasks)
+        for task in tasks:
+            task.jobs = counts.get(task.pk)
+
+    return list_page(
+        request, filterset, "brokerage/task_list.html", name="tasks", decorate=with_job_counts
+    )
+
+
+def decision_list(request):
+    """Every brokerage decision of the tasks the user may see, newest first."""
+    tasks = Task.objects.visible_to(request.user)
+    qs = BrokerageRun.objects.filter(task__in=tasks).select_related("task").defer("trace")
+    filterset = BrokerageRunFilterSet(request.GET, queryset=qs)
+    return list_page(request, filterset, "brokerage/decision_list.html", name="decisions")
 
 
 def task_detail(request, pk):
@@ -211,18 +223,10 @@ def analysis_user(request):
     user = get_object_or_404(User, username=username) if username else request.user
     params = analysis_services.analysis_params()
     queues = world.load_queues()
-    hi_sites = {q.site.name for q in queues if q.site_class == "hi"}
-    probe = Task(owner=user, gshare="User Analysis", working_group="")
-    usage = analysis_services.usage_of(probe, hi_sites)
+    usage, caps = analysis_services.user_caps(user, queues, params)
     owner_counts = analysis_services.queue_owner_counts(queues)
     trr = analysis_services.to_running_rates(queues, clock.now())
     rows = analysis_services.stabilizer_table(user.pk, queues, owner_counts, trr, params)
-    caps = [
-        ("running jobs", usage.running_jobs, params["CAP_RUNNING_USER_JOBS"]),
-        ("queued jobs", usage.queued_jobs, 2 * params["CAP_RUNNING_USER_JOBS"]),
-        ("running cores", usage.running_cores, params["CAP_RUNNING_USER_CORES"]),
-        ("queued cores", usage.queued_cores, 2 * params["CAP_RUNNING_USER_CORES"]),
-    ]
     tasks = Task.objects.visible_to(request.user).filter(owner=user, kind=Task.Kind.ANALYSIS)[:20]
     return render(
         request,

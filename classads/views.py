@@ -9,6 +9,7 @@ from classads.api.serializers import attributes_of
 from classads.filters import JobAdFilterSet, SiteAdFilterSet
 from classads.models import JobAd, SiteAd
 from config import clock
+from config.listing import list_page
 from config.models import CycleRun
 from config.paging import paginate
 from matcher.charts import to_html
@@ -19,8 +20,7 @@ ANALYSIS_SITES = 200  # site ads analysed on a job ad's page
 
 def site_ad_list(request):
     filterset = SiteAdFilterSet(request.GET, queryset=SiteAd.objects.order_by("id"))
-    page = paginate(request, filterset.qs)
-    return render(request, "classads/site_ad_list.html", {"filter": filterset, "page": page})
+    return list_page(request, filterset, "classads/site_ad_list.html", name="site-ads")
 
 
 def site_ad_detail(request, pk):
@@ -50,8 +50,7 @@ def site_ad_detail(request, pk):
 def job_ad_list(request):
     qs = JobAd.objects.visible_to(request.user).select_related("owner", "owner_group")
     filterset = JobAdFilterSet(request.GET, queryset=qs)
-    page = paginate(request, filterset.qs)
-    return render(request, "classads/job_ad_list.html", {"filter": filterset, "page": page})
+    return list_page(request, filterset, "classads/job_ad_list.html", name="job-ads")
 
 
 def job_ad_detail(request, pk):

@@ -17,6 +17,6 @@ def confirmation(request, *, title: str, question: str, action: str, back: str):
     fields again with confirm=yes and whose Cancel goes `back`."""
     if request.POST.get(CONFIRM_FIELD) == "yes":
         return None
-    fields = [(k, v) for k, v in request.POST.items() if k not in _NOT_REPOSTED]
+    fields = [(k, v) for k, vs in request.POST.lists() for v in vs if k not in _NOT_REPOSTED]
     context = {"title": title, "question": question, "action": action, "back": back}
     return render(request, "confirm.html", {**context, "fields": fields})

@@ -15,4 +15,5 @@ SCHEDULES = {
     "task_completion": 1,
     "retention": 10,
     "notifications": 1,
+    "accounting": 1,
 }

@@ -8,10 +8,11 @@ from django.views.decorators.http import require_POST
 
 from config import gdpconfig
 from config.confirm import confirmation
+from config.cycle_filters import CycleRunFilterSet
 from config.decorators import staff_required
 from config.forms import ParameterForm
+from config.listing import list_page
 from config.models import CycleRun, ParameterValue
-from config.paging import paginate
 
 
 def _param_or_404(name):
@@ -116,16 +117,5 @@ def parameter_rollback(request, name, version):
 
 
 def cycle_runs(request):
-    runs = CycleRun.objects.all()
-    kind = request.GET.get("kind")
-    if kind:
-        runs = runs.filter(kind=kind)
-    return render(
-        request,
-        "config/cycle_runs.html",
-        {
-            "page": paginate(request, runs),
-            "kinds": CycleRun.objects.order_by("kind").values_list("kind", flat=True).distinct(),
-            "kind": kind,
-        },
-    )
+    filterset = CycleRunFilterSet(request.GET, queryset=CycleRun.objects.all())
+    return list_page(request, filterset, "config/cycle_runs.html", name="cycle-runs")

@@ -4,15 +4,18 @@ from django.urls import path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
+from accounting.api.urls import routes as accounting_routes
 from brokerage.api.urls import routes as brokerage_routes
 from classads.api.urls import routes as classads_routes
 from config.api.urls import routes as config_routes
 from matcher.api.urls import routes as matcher_routes
+from monitoring.api.urls import routes as monitoring_routes
 from notifications.api.urls import routes as notifications_routes
 from pilots.api.urls import extends as pilots_extends
 from pilots.api.urls import routes as pilots_routes
 from sandboxes.api.urls import extends as sandboxes_extends
 from shares.api.urls import routes as shares_routes
+from timeouts.api.urls import routes as timeouts_routes
 
 # The pilots' routes first: /match/ is the busiest endpoint, and URLs resolve in this order.
 routes = [
@@ -21,7 +24,10 @@ routes = [
     *shares_routes,
     *brokerage_routes,
     *classads_routes,
+    *timeouts_routes,
     *notifications_routes,
+    *monitoring_routes,
+    *accounting_routes,
     *config_routes,
 ]
 

@@ -6,7 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from config import health, metrics
+from config import health, metrics, refresh
 
 
 class FaviconRedirect(RedirectView):
@@ -42,5 +42,27 @@ urlpatterns = [
     path("classads/", include("classads.urls")),
     path("pilots/", include("pilots.urls")),
     path("notifications/", include("notifications.urls")),
+    path("accounting/", include("accounting.urls")),
+    path("monitoring/", include("monitoring.urls")),
     path("", include("matcher.urls")),
 ]
+
+# The monitoring pages offer an auto-refresh toggle (off by default, every 30 s).
+refresh.register(
+    "home",
+    "job-list",
+    "taskqueue-list",
+    "site-list",
+    "pilot-list",
+    "director",
+    "task-list",
+    "decision-list",
+    "timeouts",
+    "timeout-actions",
+    "cycle-runs",
+    "group-list",
+    "classads:site-ad-list",
+    "classads:job-ad-list",
+    "classads:negotiation",
+    "accounting",
+)

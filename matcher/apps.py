@@ -10,6 +10,7 @@ class MatcherConfig(AppConfig):
             changelog,
             health,
             params,
+            people,
             services,
             taskqueue_priorities,
         )

@@ -5,7 +5,8 @@
    keeps them per resource description, by CPU segment.
 2. The highest CPU segment first; in it one TaskQueue drawn by priority (MatchDrawMode), the
    next ones only if it had no job left (races.py: the same distributions as
-   matching.race_order, at a cost that does not grow with every TaskQueue raced).
+   matching.race_order, at a cost that does not grow with every TaskQueue raced). With
+   MatchCPUSegmentPrecedence off, one race among the TaskQueues of every segment.
 3. Inside it, the winning UserPriority drawn from the per-priority counts, then one of the ten
    lowest JobIDs at that priority not locked by another matcher, claimed (claims.py): on
    PostgreSQL the draw and the claim are one statement.
@@ -78,8 +79,9 @@ def match_job(
     the pilot `pilot_id` (pilot_registry.resolve_pilot): only its credential reports on it."""
     rng = rng or _rng
     mode = mode or gdpconfig.get("MatchDrawMode")
+    by_segment = gdpconfig.get("MatchCPUSegmentPrecedence")
     exhausted: list[int] = []
-    for race in view.races_for(resource):
+    for race in view.races_for(resource, by_segment):
         for tq_id in races.order(race, rng, mode):
             claimed = claims.claim_in(tq_id, resource, pilot_reference, rng, mode, pilot_id)
             if claimed.job is not None:
@@ -177,16 +179,18 @@ def analyse_job(job: Job) -> dict:
 def taskqueue_draw_table(resource: matching.Resource, mode: str | None = None) -> list[dict]:
     """The TaskQueues a resource would take, in the matcher's order, with the probability each
     has of being drawn: within the highest CPU segment by priority; lower segments only as a
-    fall-back when every job of the higher ones is taken (probability 0 here)."""
+    fall-back when every job of the higher ones is taken (probability 0 here); without
+    MatchCPUSegmentPrecedence, among them all by priority."""
     mode = mode or gdpconfig.get("MatchDrawMode")
     tqs = matching_taskqueues(resource)
+    groups = matching.by_cpu_segment(tqs) if gdpconfig.get("MatchCPUSegmentPrecedence") else [tqs]
     waiting = dict(
         TaskQueuePriorityCount.objects.filter(task_queue_id__in=[t.id for t in tqs])
         .values_list("task_queue_id")
         .annotate(n=Sum("jobs"))
     )
     rows = []
-    for rank, group in enumerate(matching.by_cpu_segment(tqs)):
+    for rank, group in enumerate(groups):
         live = [t for t in group if waiting.get(t.id, 0) > 0]
         probs = matching.win_probabilities([t.priority for t in live], mode) if rank == 0 else []
         p_of = dict(zip([t.id for t in live], probs, strict=False))

@@ -50,8 +50,15 @@ def can_run(
     setup: str, segment: int, req: Mapping[str, Sequence[str]], ces: Sequence[matching.Resource]
 ) -> bool:
     """Whether the pilots of some active CE could take a TaskQueue of these requirements."""
+    return bool(serving(setup, segment, req, ces))
+
+
+def serving(
+    setup: str, segment: int, req: Mapping[str, Sequence[str]], ces: Sequence[matching.Resource]
+) -> list[matching.Resource]:
+    """The active CEs whose pilots could take a TaskQueue of these requirements."""
     tq = _tq(setup, segment, req)
-    return any(matching.first_failing_rule(tq, ce) is None for ce in ces)
+    return [ce for ce in ces if matching.first_failing_rule(tq, ce) is None]
 
 
 def warnings(
@@ -112,35 +119,105 @@ def _self_defeating(setup: str, req: Mapping[str, Sequence[str]], ctx: Context) 
     return out
 
 
-def _unoffered(tq: matching.TQ, cpu_time: int, ces: Sequence[matching.Resource]) -> list[str]:
-    """Each requirement that no active CE offers, the CEs narrowed by site and Grid CE first
+def _narrowed(
+    tq: matching.TQ, ces: Sequence[matching.Resource]
+) -> tuple[list[matching.Resource], Shortfall | None]:
+    """The active CEs at the TaskQueue's allowed sites and Grid CEs, or why there are none
     (a platform offered only at a banned site is not offered)."""
     if not ces:
-        return ["no computing element is active"]
+        return [], Shortfall("NoCE", "no computing element is active")
     allowed = [c for c in ces if c.site not in tq.banned_sites]
     if tq.sites:
         allowed = [c for c in allowed if c.site in tq.sites]
     if not allowed:
         where = f"Sites {_listed(tq.sites)}" if tq.sites else "any site"
         ban = f" (BannedSites {_listed(tq.banned_sites)})" if tq.banned_sites else ""
-        return [f"no active CE at {where}{ban}"]
+        return [], Shortfall("Site", f"no active CE at {where}{ban}")
     if tq.grid_ces:
         allowed = [c for c in allowed if c.grid_ce in tq.grid_ces]
         if not allowed:
-            return [f"GridCEs {_listed(tq.grid_ces)}: none is an active CE at its allowed sites"]
+            return [], Shortfall(
+                "GridCE",
+                f"GridCEs {_listed(tq.grid_ces)}: none is an active CE at its allowed sites",
+            )
+    return allowed, None
+
+
+def _unoffered(tq: matching.TQ, cpu_time: int, ces: Sequence[matching.Resource]) -> list[str]:
+    """Each requirement that no active CE offers, the CEs narrowed by site and Grid CE first."""
+    allowed, none = _narrowed(tq, ces)
+    if none is not None:
+        return [none.text]
     out = []
     top = max(c.cpu_time for c in allowed)
     if max(tq.cpu_time, cpu_time) > top:
         out.append(_over_limit(cpu_time, tq.cpu_time, top))
+    out += [s.text for s in _offers(tq, allowed)]
+    return out
+
+
+def _offers(tq: matching.TQ, allowed: Sequence[matching.Resource]) -> list[Shortfall]:
+    """The platforms and tags none of the allowed CEs offers."""
+    out = []
     if tq.platforms and not any(tq.platforms & c.platforms for c in allowed):
         offered = set().union(*(c.platforms for c in allowed))
         out.append(
-            f"no active CE offers platform {_listed(tq.platforms)} "
-            f"(offered: {_listed(offered) or 'none'})"
+            Shortfall(
+                "Platform",
+                f"no active CE offers platform {_listed(tq.platforms)} "
+                f"(offered: {_listed(offered) or 'none'})",
+            )
         )
     missing = [t for t in sorted(tq.tags) if not any(t in c.tags for c in allowed)]
     for tag in missing:
-        out.append(f"no active CE offers tag {tag}")
+        out.append(Shortfall("Tag", f"no active CE offers tag {tag}"))
     if tq.tags and not missing and not any(tq.tags <= c.tags for c in allowed):
-        out.append(f"no active CE offers tags {_listed(tq.tags)} together")
+        out.append(Shortfall("Tag", f"no active CE offers tags {_listed(tq.tags)} together"))
     return out
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """Why no active CE can serve a TaskQueue: the matcher's rule that fails (NoCE, Site,
+    GridCE, CPUTime, Platform, Tag; Together when each requirement is offered somewhere but
+    no single CE offers them all) and a sentence naming the CE limits it exceeds."""
+
+    rule: str
+    text: str
+
+
+SHOWN_CES = 3  # CEs named beside the largest CPU time limit
+
+
+def shortfalls(
+    setup: str, segment: int, req: Mapping[str, Sequence[str]], ces: Sequence[matching.Resource]
+) -> list[Shortfall]:
+    """Empty when some active CE can serve a TaskQueue of these requirements (`serving`);
+    else each requirement no CE it may use offers, the first being the matcher's first
+    failing rule, e.g. "needs 300,000 s of CPU time; the largest CE limit is 172,800 s
+    (ce503.cern.ch) at its sites"."""
+    if serving(setup, segment, req, ces):
+        return []
+    tq = _tq(setup, segment, req)
+    allowed, none = _narrowed(tq, ces)
+    if none is not None:
+        return [none]
+    out = []
+    top = max(c.cpu_time for c in allowed)
+    if tq.cpu_time > top:
+        names = sorted(str(c.grid_ce) for c in allowed if c.cpu_time == top)
+        shown = ", ".join(names[:SHOWN_CES]) + (" …" if len(names) > SHOWN_CES else "")
+        where = " at its sites" if len(allowed) < len(ces) else ""
+        out.append(
+            Shortfall(
+                "CPUTime",
+                f"needs {tq.cpu_time:,} s of CPU time; the largest CE limit{where} is "
+                f"{top:,} s ({shown})",
+            )
+        )
+    out += _offers(tq, allowed)
+    return out or [
+        Shortfall(
+            "Together", "no single active CE offers all its requirements together (each is offered)"
+        )
+    ]

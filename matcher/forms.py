@@ -19,6 +19,24 @@ def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one field (Django's documented pattern): a list, maybe empty."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        one = super().clean
+        if isinstance(data, list | tuple):
+            return [one(d, initial) for d in data if d]
+        return [one(data, initial)] if data else []
+
+
 class JobSubmitForm(forms.Form):
     """The web form's fields; validation itself is the API's (JobSubmitSerializer)."""
 
@@ -47,6 +65,16 @@ class JobSubmitForm(forms.Form):
         strip=False,
         help_text="Split as a shell would, without expanding anything: a 'b c' is two.",
     )
+    environment = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text="One NAME=value per line.",
+    )
+    input_sandbox = MultipleFileField(
+        required=False,
+        help_text="Files put in the payload's working directory (several may be chosen).",
+    )
     output_sandbox = forms.CharField(
         required=False,
         help_text="Comma-separated file names or glob patterns to bring back (stdout and "
@@ -61,6 +89,17 @@ class JobSubmitForm(forms.Form):
         "grid_middlewares",
         "output_sandbox",
     )
+
+    def clean_environment(self):
+        out = {}
+        for number, line in enumerate((self.cleaned_data.get("environment") or "").splitlines()):
+            if not line.strip():
+                continue
+            name, sep, value = line.partition("=")
+            if not sep or not name.strip():
+                raise forms.ValidationError(f"Line {number + 1} is not NAME=value.")
+            out[name.strip()] = value
+        return out
 
     def clean_arguments(self):
         try:
@@ -80,7 +119,9 @@ class JobSubmitForm(forms.Form):
         ]
 
     def payload(self) -> dict:
+        """The job as the API takes it (the input files apart: `files`)."""
         data = dict(self.cleaned_data)
+        data.pop("input_sandbox", None)
         for key in self.TEXT_LISTS:
             data[key] = _split(data.get(key) or "")
         if not data.get("setup"):
@@ -104,6 +145,12 @@ class JDLForm(forms.Form):
                 f"The JDL is {size} bytes; at most {limit} (the MaxJDLBytes parameter)."
             )
         return text
+
+
+class JDLFilesForm(forms.Form):
+    """The files a pasted JDL's InputSandbox names."""
+
+    input_sandbox = MultipleFileField(required=False, help_text="The files its InputSandbox names.")
 
 
 class ResourceForm(forms.Form):

@@ -28,12 +28,24 @@ def waiting() -> Waiting:
 
 
 def taskqueues(request: HttpRequest):
-    """The TaskQueues the user may see, highest priority first."""
-    return selectors.taskqueues_with_counts(TaskQueue.objects.visible_to(request.user)).order_by(
-        "-priority", "id"
-    )[:TOP_TASKQUEUES]
+    """The TaskQueues the user may see, highest priority first, each with `unservable`: why no
+    active CE can serve it (empty when some can)."""
+    from matcher import servability
+
+    rows = list(
+        selectors.taskqueues_with_counts(TaskQueue.objects.visible_to(request.user)).order_by(
+            "-priority", "id"
+        )[:TOP_TASKQUEUES]
+    )
+    ces = [c.resource for c in servability.active_ces()] if rows else []
+    for tq in rows:
+        tq.unservable = servability.shortfalls(tq, ces)
+    return rows
 
 
 def register() -> None:
+    from matcher import servability  # registers the TaskQueue page's flag too
+
     register_waiting_source("matcher", waiting)
     register_page_section("taskqueues", taskqueues)
+    servability.register()  # how much of the waiting work some active CE can serve

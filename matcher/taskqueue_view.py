@@ -66,6 +66,8 @@ class Memo:
     resource: matching.Resource
     segments: dict[int, Segment] = field(default_factory=dict)
     order: list[Segment] | None = None  # highest CPU segment first
+    merged: races.Field | None = None  # every segment's TaskQueues in one race
+    merged_version: int = -1
 
     def ordered(self) -> list[Segment]:
         if self.order is None:
@@ -79,11 +81,13 @@ class Memo:
             self.order = None
         segment.members[tq.id] = None
         segment.race = None
+        self.merged = None
 
     def discard(self, tq: matching.TQ) -> None:
         segment = self.segments.get(tq.cpu_time)
         if segment is not None and segment.members.pop(tq.id, 0) is None:
             segment.race = None
+            self.merged = None
 
 
 class TaskQueueView:
@@ -268,8 +272,9 @@ class TaskQueueView:
 
     # --- what the matcher asks ----------------------------------------------------------------
 
-    def races_for(self, resource: matching.Resource) -> list[races.Field]:
-        """The races of the TaskQueues the resource may take, highest CPU segment first."""
+    def races_for(self, resource: matching.Resource, by_segment: bool = True) -> list[races.Field]:
+        """The races of the TaskQueues the resource may take, highest CPU segment first; with
+        `by_segment` off (MatchCPUSegmentPrecedence), one race of them all."""
         self.refresh()
         with self.lock:
             memo = self.memo.get(resource)
@@ -277,6 +282,12 @@ class TaskQueueView:
                 memo = self._memoise(resource)
             else:
                 self.memo.move_to_end(resource)
+            if not by_segment:
+                if memo.merged is None or memo.merged_version != self.weights_version:
+                    ids = [i for segment in memo.ordered() for i in segment.members]
+                    memo.merged = races.Field.of(ids, [self.priority[i] for i in ids])
+                    memo.merged_version = self.weights_version
+                return [memo.merged] if memo.merged.ids else []
             out = []
             for segment in memo.ordered():
                 if segment.race is None or segment.version != self.weights_version:

@@ -6,6 +6,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("jobs/", views.job_list, name="job-list"),
     path("jobs/submit/", views.job_submit, name="job-submit"),
+    path("jobs/bulk/", views.job_bulk, name="job-bulk"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/kill/", views.job_kill, name="job-kill"),
     path("jobs/<int:pk>/reschedule/", views.job_reschedule, name="job-reschedule"),

@@ -130,6 +130,12 @@ def matching_part(job: Job, analysis: dict) -> Part | None:
             f": {'; '.join(reasons)}." if reasons else "."
         )
         part.add("No active computing element can take it:")
+        from matcher import servability
+
+        tq = dispatcher.definition_of(analysis["task_queue"])
+        found = servability.shortfalls(tq) if tq is not None else []
+        if found:
+            part.add(servability.flag_sentence(tq.id, found), f"/taskqueues/{tq.id}/#unservable")
     for row in analysis["ces"]:
         if not row["matches"]:
             part.add(f"{row['site']} / {row['ce']}: {row['rule']} — {row['detail']}")

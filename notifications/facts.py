@@ -7,7 +7,17 @@ from django.urls import reverse
 
 from matcher.models import Job
 from matcher.selectors import register_job_facts
-from notifications.models import NotificationRequest
+from notifications.models import Channel, NotificationPreference, NotificationRequest
+
+
+def _channels(user) -> list[str]:
+    """The one-click request's channels: the user's default ones (a webhook if their default has
+    one, e-mail if they have an address); none: the page links to the full form instead."""
+    pref = NotificationPreference.objects.filter(user=user).first()
+    channels = [Channel.WEBHOOK] if pref is not None and pref.webhook_url else []
+    if user.email and (pref is None or pref.email or not channels):
+        channels.insert(0, Channel.EMAIL)
+    return [str(c) for c in channels]
 
 
 @register_job_facts
@@ -20,5 +30,6 @@ def job_notification(user, job: Job) -> dict:
             "request": asked,
             "url": reverse("notifications") + f"?job={job.pk}",
             "final": job.is_final,
+            "channels": _channels(user),
         }
     }

@@ -4,6 +4,7 @@ what was sent."""
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from notifications import services
@@ -58,6 +59,9 @@ def notifications(request):
         req_form = RequestForm(request.POST)
         if _ask(request, req_form):
             messages.success(request, "You will be told when it ends.")
+            back = request.POST.get("next", "")
+            if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+                return redirect(back)  # the job page's one-click button goes back there
             return redirect("notifications")
     elif action == "cancel":
         pk = request.POST.get("request", "")

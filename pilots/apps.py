@@ -8,4 +8,4 @@ class PilotsConfig(AppConfig):
     def ready(self) -> None:
         # The director's cycles, parameters, health alerts, "why" part, home chart and demo step
         # register themselves with the apps below.
-        from pilots import demo, health, metrics, params, services, why  # noqa: F401
+        from pilots import demo, health, metrics, params, services, share_sources, why  # noqa: F401

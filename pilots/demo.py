@@ -8,7 +8,7 @@ from config import clock, gdpconfig
 from config.cycles import run_cycle
 from config.models import ParameterValue
 from matcher.demo import CREDENTIAL_DAYS, DEMO_PARAMETERS, register_world_step
-from matcher.models import Job, JobStatus
+from matcher.models import ComputingElement, Job, JobStatus, Site
 from pilots import services  # noqa: F401  (registers the director's cycles)
 from pilots.models import Credential, Pilot
 
@@ -24,6 +24,39 @@ def credentials(users: list) -> None:
                 group=group,
                 defaults={"expires": clock.now() + timedelta(days=CREDENTIAL_DAYS)},
             )
+
+
+# The demo's one real worker node: this machine. Jobs with an executable need the "payload" tag
+# (PayloadTags) and go to the Local pool (PayloadSubmitPools), whose backend starts the real
+# pilot client here; the simulated pilots never come to this CE (no waiting slots for them), and
+# none of them offers the tag, so no simulated pilot "runs" a payload.
+LOCAL_SITE = "DIRAC.Local.ch"
+LOCAL_CE = "localhost"
+PAYLOAD_TAG = "payload"
+LOCAL_PARAMETERS = {"PayloadTags": [PAYLOAD_TAG], "PayloadSubmitPools": ["Local"]}
+
+
+def local_worker_node(url: str = "") -> ComputingElement:
+    """The local CE that real pilot processes serve, and the parameters that route jobs with an
+    executable to it (an operator's later change of them stays); `url`: where those pilots
+    reach this server (LocalPilotURL)."""
+    site, _ = Site.objects.get_or_create(name=LOCAL_SITE)
+    ce, _ = ComputingElement.objects.get_or_create(
+        name=LOCAL_CE,
+        defaults={
+            "site": site,
+            "ce_type": "Local",
+            "cpu_time_limit": 86400,
+            "platforms": [],
+            "tags": [PAYLOAD_TAG],
+            "max_waiting_pilots": 0,
+            "max_running_pilots": 4,
+        },
+    )
+    for name, value in {**LOCAL_PARAMETERS, **({"LocalPilotURL": url} if url else {})}.items():
+        if name == "LocalPilotURL" or not ParameterValue.objects.filter(name=name).exists():
+            gdpconfig.set_value(name, value, comment="the demo's local worker node")
+    return ce
 
 
 def first_pilots(seed: int = 2026) -> int:

@@ -36,6 +36,7 @@ from pilots.submit_pools import (
     SimulatedBackend,
     SubmitPool,
     Submitted,
+    free_job_slots,
     pilot_token,
     simulated_ces,
 )
@@ -221,6 +222,7 @@ def plan_batch(d: director.Decision, view: DirectorView, rng) -> PlannedBatch | 
         owner_dn=identity[0],
         owner_group=identity[1],
         ces=[(site, ce) for site, ce, _ in fits],
+        weight=d.lam,
         jdl=director.pilot_jdl(
             tq.id,
             identity[0],
@@ -245,8 +247,8 @@ def plan_batch(d: director.Decision, view: DirectorView, rng) -> PlannedBatch | 
 @dataclass
 class CycleSubmissions:
     """The submit step's state in one cycle: the pools, opened as batches come; the pilot
-    credentials' tokens; the batches in flight. A batch starts the moment it is handed over,
-    so later TaskQueues are planned while the earlier ones are being submitted."""
+    credentials' tokens; the batches in flight. Every TaskQueue is planned first, the
+    simulated CEs' waiting slots shared among the batches, then each is handed over."""
 
     simulated: SimulatedBackend
     pools: dict[str, SubmitPool] = field(default_factory=dict)
@@ -377,10 +379,12 @@ def director_cycle(rng: random.Random | None = None) -> dict:
     decisions, s, ppi = decided
     view = _director_view(now, s)
     subs = CycleSubmissions(simulated_ces())
-    for d in decisions:
-        planned = plan_batch(d, view, rng)
-        if planned is not None:
-            submit_batch(planned, subs, rng)
+    planned = [p for p in (plan_batch(d, view, rng) for d in decisions) if p is not None]
+    # The simulated CEs' free waiting slots are shared among all the cycle's batches in
+    # proportion to the pilots each wants, not taken by the TaskQueues handed over first.
+    subs.simulated.reserve([p.batch for p in planned if p.backend == "simulated"], rng)
+    for p in planned:
+        submit_batch(p, subs, rng)
     created = record_cycle(decisions, collect_submitted(subs), now, run_id)
     return {
         "taskqueues": len(decisions),
@@ -518,6 +522,7 @@ def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> d
         .exclude(status__in=PILOT_FINAL_STATES)
         .order_by("next_event")[:limit]
     )
+    free = free_job_slots(ces)
     counts: Counter = Counter()
     for pilot in due:
         if pilot.status == PilotStatus.SUBMITTED:
@@ -529,12 +534,18 @@ def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> d
                 set_pilot_status(pilot.pk, PilotStatus.SCHEDULED, "queued at the CE", now + wait)
                 counts["scheduled"] += 1
         elif pilot.status in (PilotStatus.SCHEDULED, PilotStatus.READY, PilotStatus.WAITING):
+            if free.get(pilot.ce, 1) <= 0:  # the CE's batch system: no free slot, it stays queued
+                Pilot.objects.filter(pk=pilot.pk).update(next_event=now + timedelta(minutes=1))
+                counts["held_for_a_slot"] += 1
+                continue
+            free[pilot.ce] = free.get(pilot.ce, 1) - 1
             set_pilot_status(pilot.pk, PilotStatus.RUNNING, "started on a worker node", now)
             pilot.refresh_from_db()
             if _start_next_job(pilot, ces, sim, rng, now):
                 counts["jobs_started"] += 1
             else:
                 set_pilot_status(pilot.pk, PilotStatus.DONE, "no job for it")
+                free[pilot.ce] += 1
                 counts["done"] += 1
         elif pilot.status == PilotStatus.RUNNING:
             current = Job.objects.filter(pilot=pilot, status=JobStatus.RUNNING).first()
@@ -551,6 +562,7 @@ def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> d
                 counts["jobs_started"] += 1
             else:
                 set_pilot_status(pilot.pk, PilotStatus.DONE, f"ran {pilot.jobs_done} jobs")
+                free[pilot.ce] = free.get(pilot.ce, 0) + 1
                 counts["done"] += 1
     return dict(counts)
 

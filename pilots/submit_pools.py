@@ -17,7 +17,7 @@ from pathlib import Path
 
 from config import gdpconfig
 from matcher.models import ComputingElement
-from pilots.models import PILOT_WAITING_STATES, Pilot
+from pilots.models import PILOT_WAITING_STATES, Pilot, PilotStatus
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,6 +36,10 @@ class PilotBatch:
     jdl: str
     token: str = ""
     resource: dict = field(default_factory=dict)
+    # The CEs of the waiting slots this batch was given (share_waiting_slots): one a pilot.
+    # None: the backend picks among `ces` as long as they have free waiting slots.
+    slots: list[str] | None = None
+    weight: float = 1.0  # its share of scarce waiting slots (the director's lambda)
 
 
 @dataclass
@@ -54,7 +58,23 @@ class SimulatedBackend:
         self.free = free_slots
         self.lock = threading.Lock()
 
+    def reserve(self, batches: list[PilotBatch], rng: random.Random) -> None:
+        """Share the free waiting slots among the cycle's batches before any is submitted
+        (share_waiting_slots): each batch then submits on the slots it was given."""
+        with self.lock:
+            given = share_waiting_slots(
+                [(b.n, b.weight, [c for _, c in b.ces]) for b in batches], self.free, rng
+            )
+        for batch, ces in zip(batches, given, strict=True):
+            batch.slots = ces
+
     def submit(self, batch: PilotBatch, rng: random.Random) -> list[Submitted]:
+        if batch.slots is not None:
+            site_of = {c: s for s, c in batch.ces}
+            return [
+                Submitted(f"sim://{ce}/{uuid.uuid4().hex[:12]}", site_of[ce], ce)
+                for ce in batch.slots
+            ]
         out = []
         for _ in range(batch.n):
             with self.lock:
@@ -65,6 +85,35 @@ class SimulatedBackend:
                 self.free[ce] -= 1
             out.append(Submitted(f"sim://{ce}/{uuid.uuid4().hex[:12]}", site, ce))
         return out
+
+
+def share_waiting_slots(
+    requests: list[tuple[int, float, list[str]]], free: dict[str, int], rng: random.Random
+) -> list[list[str]]:
+    """The CEs' free waiting slots (`free`, taken from) shared among the batches of one cycle,
+    each (pilots wanted, weight, CEs it may go to): the pilots of all batches take turns in
+    proportion to the weights (the director's lambda: pilot j of a batch of weight w comes at
+    (j + u) / w, u uniform per batch, so a batch of twice the weight comes twice as often), each
+    taking a free slot on one of its CEs at random, until its batch has the pilots it wants.
+    Where slots are scarce every TaskQueue gets its share of them, rather than the TaskQueues
+    handed over first taking them all. Returns the CEs given to each batch."""
+    left = sum(max(0, v) for v in free.values())
+    turns = []
+    for i, (n, w, _) in enumerate(requests):
+        u = rng.random()
+        turns += [((j + u) / max(w, 1e-12), i) for j in range(min(n, left))]
+    turns.sort()
+    out: list[list[str]] = [[] for _ in requests]
+    for _, i in turns:
+        if left <= 0:
+            break
+        open_ces = [c for c in requests[i][2] if free.get(c, 0) > 0]
+        if open_ces:
+            ce = rng.choice(open_ces)
+            free[ce] -= 1
+            left -= 1
+            out[i].append(ce)
+    return out
 
 
 class LocalBackend:
@@ -148,6 +197,17 @@ def simulated_ces() -> SimulatedBackend:
     return SimulatedBackend(
         {name: max(0, c.max_waiting_pilots - busy[name]) for name, c in ce_rows.items()}
     )
+
+
+def free_job_slots(ces: dict[str, ComputingElement]) -> dict[str, int]:
+    """Per simulated CE, its job slots (max_running_pilots: enforced as its batch system would,
+    a scheduled pilot stays queued until one is free) less the pilots running there now."""
+    running = Counter(
+        Pilot.objects.filter(status=PilotStatus.RUNNING, ce__in=list(ces)).values_list(
+            "ce", flat=True
+        )
+    )
+    return {name: ce.max_running_pilots - running[name] for name, ce in ces.items()}
 
 
 def pilot_token(user_id: int | None) -> str:

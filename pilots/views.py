@@ -1,6 +1,7 @@
 from django.db.models import Sum
 from django.shortcuts import get_object_or_404, render
 
+from config.listing import list_page
 from config.models import CycleRun
 from config.paging import paginate
 from matcher.models import Job
@@ -12,12 +13,9 @@ from pilots.models import DirectorDecision, Pilot
 
 def pilot_list(request):
     filterset = PilotFilterSet(request.GET, queryset=Pilot.objects.visible_to(request.user))
-    context = {
-        "filter": filterset,
-        "page": paginate(request, filterset.qs),
-        "summary": pilots.pilot_summary() if request.user.is_staff else [],
-    }
-    return render(request, "pilots/pilot_list.html", context)
+    summary = pilots.pilot_summary() if request.user.is_staff else []
+    context = {"summary": summary}
+    return list_page(request, filterset, "pilots/pilot_list.html", context, name="pilots")
 
 
 def pilot_detail(request, pk):

@@ -16,6 +16,7 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.core.files.storage import storages
 from django.db import transaction
@@ -144,6 +145,17 @@ def submit_with_inputs(user, spec: dict, files: Sequence) -> list[Job]:
         raise
 
 
+@job_services.register_file_submitter
+def submit_from_page(user, spec: dict, files: Sequence) -> list[Job]:
+    """The web form's submission with input files: the API's bounds, its refusal as a
+    ValidationError naming the field."""
+    try:
+        check_inputs(files)
+    except SandboxError as exc:
+        raise ValidationError({exc.field: [exc.message]}) from None
+    return submit_with_inputs(user, spec, files)
+
+
 @register_input_manifest
 def input_manifest(job_id: int) -> list[dict]:
     """[{"name", "size", "sha256"}] of the job's input files, by name."""
@@ -268,6 +280,19 @@ def stream_file(job_id: int, kind: str) -> SandboxFile | None:
 def read_text(entry: SandboxFile) -> str:
     with storage().open(entry.file.name, "rb") as handle:
         return handle.read().decode("utf-8", "replace")
+
+
+def read_tail(entry: SandboxFile, max_bytes: int) -> tuple[str, bool]:
+    """The file's last `max_bytes` at most, from a line start when cut (a page shows it; the
+    whole file downloads): (text, whether it was cut)."""
+    with storage().open(entry.file.name, "rb") as handle:
+        cut = entry.size > max_bytes
+        if cut:
+            handle.seek(entry.size - max_bytes)
+        data = handle.read(max_bytes)
+    if cut and b"\n" in data:
+        data = data[data.index(b"\n") + 1 :]
+    return data.decode("utf-8", "replace"), cut
 
 
 # --- deletion ----------------------------------------------------------------------------------

@@ -8,4 +8,5 @@ urlpatterns = [
     path("", views.shares_page, name="group-list"),
     path("groups/<int:pk>/", views.group_edit, name="group-edit"),
     path("changes/<int:pk>/revert/", views.change_revert, name="group-change-revert"),
+    path("users/<str:username>/", views.user_detail, name="user-detail"),
 ]

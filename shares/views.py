@@ -1,4 +1,5 @@
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -7,9 +8,9 @@ from config.charts import to_html
 from config.confirm import confirmation
 from config.decorators import staff_required
 from config.forms import ParameterForm
-from shares import charts, overview, services
+from shares import charts, overview, people, services
 from shares.forms import GroupShareForm
-from shares.models import GridGroup, GroupChange
+from shares.models import GridGroup, GroupChange, User
 
 
 def shares_page(request):
@@ -42,6 +43,21 @@ def shares_page(request):
         "consolidation": gdpconfig.get("PRIORITY_CONSOLIDATION"),
     }
     return render(request, "shares/shares.html", context)
+
+
+def user_detail(request, username):
+    """One user's page: jobs by state, tasks, share standing, analysis caps, recent failures
+    (the apps holding them add their sections: shares.people). Their own, or staff's."""
+    subject = get_object_or_404(User, username=username)
+    if not people.may_see(request.user, subject):
+        raise Http404("No such user.")
+    context = {
+        "subject": subject,
+        "groups": subject.grid_groups.order_by("name"),
+        "standing": people.standing(subject),
+        "sections": people.sections(request.user, subject),
+    }
+    return render(request, "shares/user.html", context)
 
 
 @staff_required

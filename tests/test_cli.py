@@ -661,3 +661,72 @@ def test_a_real_pilot_runs_the_payload_and_its_outputs_reach_the_owner_only(alic
     assert (alice.cwd / f"job_{job_id}" / "result.txt").read_text() == "42\n"
     alice.login("bob")
     assert alice("get", str(job_id), "--dir", "bobs", user="bob").returncode == 2
+
+
+def _pilot_process(url: str, token: str, *extra: str) -> list[str]:
+    return [sys.executable, "manage.py", "pilot", "--url", url, "--token", token,
+            "--site", "LCG.CERN.ch", "--ce", "ce504.cern.ch", "--max-jobs", "1",
+            "--heartbeat", "1", *extra]  # fmt: skip
+
+
+def _status(alice, job_id: int) -> dict:
+    out = alice("status", str(job_id), "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)[0]
+
+
+def test_a_payload_past_its_limit_is_killed_and_its_job_fails_saying_so(alice, users):
+    # CPU time 2 s x PayloadWallFactor 2: a 4 s wall-clock limit for a payload of 120 s.
+    sleeper = "import time; print('sleeping', flush=True); time.sleep(120)"
+    job = {"executable": sys.executable, "arguments": ["-c", sleeper], **WAITING_JOB}
+    [job_id] = alice.submit({**job, "cpu_time": 2})
+    token = Token.objects.get(user=users["pilot"]).key
+    subprocess.run(_pilot_process(alice.url, token, "--max-seconds", "60"),
+                   cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    detail = _status(alice, job_id)
+    assert detail["status"] == "failed"
+    assert detail["status_reason"].startswith("killed: over its wall-clock limit of 4 s")
+    assert alice("log", str(job_id)).stdout == "sleeping\n"
+
+
+def test_a_running_payload_killed_by_its_owner_stops_at_the_next_heartbeat(alice, users):
+    pid_file = alice.cwd / "payload.pid"
+    sleeper = (
+        "import os, time; open(os.environ['PID_FILE'], 'w').write(str(os.getpid())); "
+        "print('working', flush=True); time.sleep(300)"
+    )
+    job = {
+        "executable": sys.executable,
+        "arguments": ["-c", sleeper],
+        "environment": {"PID_FILE": str(pid_file)},
+        **WAITING_JOB,
+    }
+    [job_id] = alice.submit(job)
+    token = Token.objects.get(user=users["pilot"]).key
+    pilot = subprocess.Popen(_pilot_process(alice.url, token, "--max-seconds", "120"), cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            assert pilot.poll() is None, pilot.communicate()
+            time.sleep(0.2)
+        payload_pid = int(pid_file.read_text())
+        assert _status(alice, job_id)["status"] == "running"
+        out = alice("kill", str(job_id))
+        assert out.returncode == 0, out.stderr
+        killed = _status(alice, job_id)
+        assert (killed["status"], killed["kill_requested"]) == ("cancelled", True)
+        # The pilot hears it in the answer to its next heartbeat (every second), stops the
+        # payload's process group, reports and, its one job done, ends.
+        _, err = pilot.communicate(timeout=60)
+    finally:
+        if pilot.poll() is None:
+            pilot.kill()
+    assert f"job {job_id}: cancelled (killed on request)\n" in err  # its outputs taken too
+    with pytest.raises(ProcessLookupError):
+        os.kill(payload_pid, 0)
+    after = _status(alice, job_id)
+    assert (after["status"], after["kill_requested"]) == ("cancelled", False)
+    assert alice("log", str(job_id)).stdout == "working\n"
+    assert alice("get", str(job_id)).returncode == 0
+    assert (alice.cwd / f"job_{job_id}" / "std.out").read_text() == "working\n"

@@ -192,7 +192,8 @@ def test_the_shares_page_shows_groups_users_and_charts(grid, client, users):
     run_cycle("usage_sampling")
     client.force_login(users["admin"])
     html = client.get("/shares/").content.decode()
-    assert 'data-group="lhcb_mc"' in html and "↳ alice" in html
+    assert 'data-group="lhcb_mc"' in html and 'data-user="alice"' in html
+    assert '<a href="/shares/users/alice/">alice</a>' in html  # staff open each user's page
     assert "plotly-graph-div" in html  # the expected-vs-achieved chart drew from the samples
 
 

@@ -5,7 +5,8 @@ function counts as much as one at the top of a module; migrations and tests are 
     0 config (the base app)  <-  1 shares  <-  2 matcher
       <-  3 pilots, brokerage, classads, timeouts, retention, notifications, sandboxes (may
           import each other)
-      <-  4 simulation  <-  5 gridwms (the project root: settings, URLs, wsgi; imports anything)
+      <-  4 simulation, monitoring  <-  5 gridwms (the project root: settings, URLs, wsgi;
+          imports anything)
 
 Besides `import` statements, a module named by a constant string to importlib.import_module(),
 __import__(), apps.get_model() or a URLconf's include() counts too: a string does not hide the
@@ -33,7 +34,9 @@ LAYERS = {
     "retention": 3,
     "notifications": 3,
     "sandboxes": 3,
+    "accounting": 3,
     "simulation": 4,
+    "monitoring": 4,
     "gridwms": 5,
 }
 

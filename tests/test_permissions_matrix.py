@@ -64,6 +64,7 @@ ROWS = [
     ("api:user-me", "GET", "/api/v1/users/me/", None, A),
     # --- API: jobs -------------------------------------------------------------------------
     ("api:job-list", "GET", "/api/v1/jobs/", None, A),
+    ("api:job-export", "GET", "/api/v1/jobs/export/", None, A),
     ("api:job-list", "POST", "/api/v1/jobs/", {"cpu_time": 1000}, "D 201 201 201 201 201"),
     (
         "api:job-list",
@@ -172,6 +173,7 @@ ROWS = [
     ("api:job-log", "GET", "/api/v1/jobs/{carol_job}/log/", None, "D 404 404 200 404 200"),
     # --- API: TaskQueues, matching, shares, pilots ------------------------------------------
     ("api:taskqueue-list", "GET", "/api/v1/task-queues/", None, A),
+    ("api:taskqueue-export", "GET", "/api/v1/task-queues/export/", None, A),
     (
         "api:taskqueue-detail",
         "GET",
@@ -211,6 +213,7 @@ ROWS = [
     ),
     ("api:shares-list", "GET", "/api/v1/shares/", None, A),
     ("api:pilot-list", "GET", "/api/v1/pilots/", None, A),
+    ("api:pilot-export", "GET", "/api/v1/pilots/export/", None, A),
     (
         "api:pilot-list",
         "POST",
@@ -226,6 +229,18 @@ ROWS = [
         "D 400 400 400 400 400",  # the CE is not at that site
     ),
     ("api:pilot-detail", "GET", "/api/v1/pilots/{pilot}/", None, "D 404 404 404 200 200"),
+    # --- API: the monitoring summaries -------------------------------------------------------
+    ("api:monitoring-job-summary-list", "GET", "/api/v1/monitoring/job-summary/", None, A),
+    ("api:monitoring-held-back-list", "GET", "/api/v1/monitoring/held-back/", None, A),
+    ("api:monitoring-pilot-summary-list", "GET", "/api/v1/monitoring/pilot-summary/", None, A),
+    ("api:monitoring-errors-list", "GET", "/api/v1/monitoring/errors/?hours=1", None, A),
+    (
+        "api:monitoring-errors-list",
+        "GET",
+        "/api/v1/monitoring/errors/?hours=0",
+        None,
+        "D 400 400 400 400 400",
+    ),
     (
         "api:pilot-status",
         "POST",
@@ -271,6 +286,7 @@ ROWS = [
     ("api:gridgroup-changes", "GET", "/api/v1/groups/{lhcb_user}/changes/", None, A),
     # --- API: brokerage --------------------------------------------------------------------
     ("api:task-list", "GET", "/api/v1/tasks/", None, A),
+    ("api:task-export", "GET", "/api/v1/tasks/export/", None, A),
     (
         "api:task-list",
         "POST",
@@ -344,6 +360,7 @@ ROWS = [
         "D 404 404 200 404 200",
     ),
     ("api:brokeragerun-list", "GET", "/api/v1/brokerage-runs/", None, A),
+    ("api:brokeragerun-export", "GET", "/api/v1/brokerage-runs/export/", None, A),
     (
         "api:brokeragerun-detail",
         "GET",
@@ -434,6 +451,7 @@ ROWS = [
     ),
     # --- API: ClassAds ---------------------------------------------------------------------
     ("api:sitead-list", "GET", "/api/v1/classads/sites/", None, A),
+    ("api:sitead-export", "GET", "/api/v1/classads/sites/export/", None, A),
     ("api:sitead-list", "POST", "/api/v1/classads/sites/", "SITE_AD", STAFF_WRITE + " 200"),
     ("api:sitead-detail", "GET", "/api/v1/classads/sites/{site_ad}/", None, A),
     (
@@ -444,6 +462,7 @@ ROWS = [
         STAFF_WRITE + " 204",
     ),
     ("api:jobad-list", "GET", "/api/v1/classads/jobs/", None, A),
+    ("api:jobad-export", "GET", "/api/v1/classads/jobs/export/", None, A),
     ("api:jobad-list", "POST", "/api/v1/classads/jobs/", {"ad": JOB_AD}, "D 201 201 201 201 201"),
     (
         "api:jobad-list",
@@ -545,6 +564,16 @@ ROWS = [
     ),
     ("api:notificationrequest-sent", "GET", "/api/v1/notifications/sent/", None, A),
     ("api:cyclerun-list", "GET", "/api/v1/cycles/", None, A),
+    ("api:timeoutaction-list", "GET", "/api/v1/timeout-actions/", None, A),
+    ("api:timeoutaction-export", "GET", "/api/v1/timeout-actions/export/", None, A),
+    (
+        "api:timeoutaction-detail",
+        "GET",
+        "/api/v1/timeout-actions/999999/",
+        None,
+        "D 404 404 404 404 404",
+    ),
+    ("api:cyclerun-export", "GET", "/api/v1/cycles/export/", None, A),
     ("api:cyclerun-detail", "GET", "/api/v1/cycles/{cycle_run}/", None, A),
     # --- pages outside the login wall --------------------------------------------------------
     ("login", "GET", "/login/", None, "200 200 200 200 200 200"),
@@ -583,8 +612,35 @@ ROWS = [
     ("pilot-list", "GET", "/pilots/", None, A),
     ("pilot-detail", "GET", "/pilots/{pilot}/", None, "D 404 404 404 200 200"),
     ("director", "GET", "/pilots/director/", None, A),
+    # the summaries count only what each subject may see (monitoring/tests)
+    ("monitoring:index", "GET", "/monitoring/", None, "D R R R R R"),
+    ("monitoring:job-summary", "GET", "/monitoring/jobs/", None, A),
+    ("monitoring:held-back", "GET", "/monitoring/held/", None, A),
+    ("monitoring:pilot-summary", "GET", "/monitoring/pilots/", None, A),
+    ("monitoring:error-summary", "GET", "/monitoring/errors/?hours=168", None, A),
+    (
+        "monitoring:error-summary",
+        "GET",
+        "/monitoring/errors/?hours=x",
+        None,
+        "D 400 400 400 400 400",
+    ),
     # --- pages: shares, parameters, cycles ---------------------------------------------------
     ("group-list", "GET", "/shares/", None, A),
+    # bulk kill / reschedule: each job checked on its own (another's is refused by name)
+    ("job-bulk", "POST", "/jobs/bulk/", {"action": "kill", "job": "1"}, "D 200 200 200 200 200"),
+    (
+        "api:job-bulk",
+        "POST",
+        "/api/v1/jobs/bulk/",
+        {"action": "kill", "ids": [1]},
+        "D 200 200 200 200 200",
+    ),
+    # accounting: aggregates of the whole grid, as the Shares page's
+    ("accounting", "GET", "/accounting/", None, A),
+    ("api:accounting-list", "GET", "/api/v1/accounting/", None, A),
+    # a user's page: their own, or staff's
+    ("user-detail", "GET", "/shares/users/alice/", None, "D 200 404 404 404 200"),
     (
         "group-edit",
         "POST",
@@ -641,6 +697,7 @@ ROWS = [
     ),
     # --- pages: brokerage ------------------------------------------------------------------
     ("task-list", "GET", "/brokerage/tasks/", None, A),
+    ("decision-list", "GET", "/brokerage/decisions/", None, A),
     ("task-submit", "GET", "/brokerage/tasks/submit/", None, A),
     (
         "task-submit",
@@ -670,6 +727,7 @@ ROWS = [
     ("nucleus-detail", "GET", "/brokerage/nuclei/{nucleus}/", None, A),
     ("analysis-user", "GET", "/brokerage/analysis/", None, A),
     ("timeouts", "GET", "/brokerage/timeouts/", None, A),
+    ("timeout-actions", "GET", "/brokerage/timeouts/actions/", None, A),
     # --- pages: ClassAds -------------------------------------------------------------------
     ("classads:site-ad-list", "GET", "/classads/", None, A),
     ("classads:site-ad-detail", "GET", "/classads/sites/{site_ad}/", None, A),

@@ -91,3 +91,34 @@ def test_a_pilot_run_by_hand_reports_only_its_own_jobs(live_server, submit, user
         format="json",
     )
     assert r.status_code == 403
+
+
+def test_the_demos_local_worker_node_runs_a_newcomers_hello_job(live_server, users, api):
+    """The README's example on `make run`: a job with only an executable, arguments and a CPU
+    time goes to the Local pool's real pilots (never to a simulated one) and its stdout reads
+    hello."""
+    from pilots.demo import local_worker_node
+
+    local_worker_node(live_server.url)
+    gdpconfig.set_value("PrivatePilotFraction", 0.0)
+    gdpconfig.set_value("LocalPilotMaxSeconds", 60)
+    alice = api(users["alice"])
+    answer = alice.post(
+        "/api/v1/jobs/",
+        {"executable": "/bin/echo", "arguments": ["hello"], "cpu_time": 60},
+        format="json",
+    )
+    assert answer.status_code == 201, answer.content
+    job_id = answer.json()["id"]
+    # A simulated pilot at a CE of the grid does not take it: it needs the payload tag.
+    generic = api(users["pilot"])
+    resource = {"site": "LCG.CERN.ch", "grid_ce": "ce504.cern.ch", "cpu_time": 86400}
+    assert generic.post("/api/v1/match/", resource, format="json").status_code == 204
+    run = run_cycle("director")
+    assert run.status == "success", run.error
+    assert Pilot.objects.filter(grid_type="Local", ce="localhost").exists()
+    assert _wait_for(lambda: Job.objects.get(pk=job_id).status == "finished")
+    job = Job.objects.get(pk=job_id)
+    assert (job.site, job.exit_code) == ("DIRAC.Local.ch", 0)
+    log = alice.get(f"/api/v1/jobs/{job_id}/log/?stream=stdout")
+    assert log.content == b"hello\n"

@@ -8,6 +8,14 @@ from django.db import models
 from matcher.models import Job
 
 
+class TimeoutActionQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        """Staff see every action; a user those on the jobs it may see."""
+        if user.is_staff:
+            return self
+        return self.filter(job_id__in=Job.objects.visible_to(user).values("pk"))
+
+
 class TimeoutAction(models.Model):
     """One job a timeout rule (or fast rebrokerage) acted on: what the timeouts page reads."""
 
@@ -22,6 +30,8 @@ class TimeoutAction(models.Model):
     to_status = models.CharField(max_length=16)
     queue = models.CharField(max_length=128, blank=True)
     reason = models.CharField(max_length=255, blank=True)
+
+    objects = TimeoutActionQuerySet.as_manager()
 
     class Meta:
         db_table = "brokerage_timeoutaction"  # the table it had in brokerage, rows and all

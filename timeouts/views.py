@@ -8,13 +8,21 @@ from django.db.models.functions import TruncHour
 from django.shortcuts import render
 
 from config import clock
+from config.listing import list_page
 from matcher.charts import to_html
-from matcher.models import Job
 from timeouts import charts, rules, services
+from timeouts.filters import TimeoutActionFilterSet
 from timeouts.models import TimeoutAction
 
 TIMEOUT_HORIZON_H = 24
 TIMEOUT_HISTORY_DAYS = 7
+
+
+def action_list(request):
+    """Every action of the timeout rules on the jobs the user may see, newest first."""
+    qs = TimeoutAction.objects.visible_to(request.user)
+    filterset = TimeoutActionFilterSet(request.GET, queryset=qs)
+    return list_page(request, filterset, "timeouts/action_list.html", name="timeout-actions")
 
 
 def timeouts(request):
@@ -31,9 +39,7 @@ def timeouts(request):
         .annotate(n=Count("pk"))
         .order_by()
     )
-    recent = TimeoutAction.objects.all()
-    if not request.user.is_staff:
-        recent = recent.filter(job_id__in=Job.objects.visible_to(request.user).values("pk"))
+    recent = TimeoutAction.objects.visible_to(request.user)
     totals = Counter()
     for _hour, rule, n in per_hour:
         totals[rule] += n

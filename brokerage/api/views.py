@@ -17,12 +17,14 @@ from brokerage.models import (
     UserQuota,
 )
 from brokerage.services.submission import submit_task
+from config.api.export import ExportMixin
 from config.permissions import StaffOnly, StaffWriteOrReadOnly
 from shares.api.mixins import VisibleToUserMixin
 
 
 class TaskViewSet(
     VisibleToUserMixin,
+    ExportMixin,
     mixins.CreateModelMixin,
     mixins.UpdateModelMixin,
     viewsets.ReadOnlyModelViewSet,
@@ -35,6 +37,7 @@ class TaskViewSet(
         "inputs__dataset"
     )
     filterset_class = TaskFilterSet
+    export_name = "tasks"
 
     def get_permissions(self):
         if self.action == "partial_update":
@@ -67,11 +70,12 @@ class TaskViewSet(
         return Response(s.BrokerageRunSerializer(runs, many=True).data)
 
 
-class BrokerageRunViewSet(viewsets.ReadOnlyModelViewSet):
+class BrokerageRunViewSet(ExportMixin, viewsets.ReadOnlyModelViewSet):
     """Brokerage decisions (traces) of the tasks you can see."""
 
     serializer_class = s.BrokerageRunSerializer
     filterset_class = BrokerageRunFilterSet
+    export_name = "decisions"
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):

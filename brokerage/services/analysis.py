@@ -83,6 +83,20 @@ def _status_cores(jobs_qs, tasks_qs) -> dict[str, tuple[int, int]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+def user_caps(user, queues: list, params: dict) -> tuple[analysis.Usage, list[tuple]]:
+    """A user's analysis usage (the User Analysis share, no working group) and its caps:
+    (usage, [(what, used, cap)])."""
+    hi_sites = {q.site.name for q in queues if q.site_class == "hi"}
+    usage = usage_of(Task(owner=user, gshare="User Analysis", working_group=""), hi_sites)
+    caps = [
+        ("running jobs", usage.running_jobs, params["CAP_RUNNING_USER_JOBS"]),
+        ("queued jobs", usage.queued_jobs, 2 * params["CAP_RUNNING_USER_JOBS"]),
+        ("running cores", usage.running_cores, params["CAP_RUNNING_USER_CORES"]),
+        ("queued cores", usage.queued_cores, 2 * params["CAP_RUNNING_USER_CORES"]),
+    ]
+    return usage, caps
+
+
 def usage_of(task: Task, hi_sites: set[str]) -> analysis.Usage:
     """The user's (or the working group's) jobs and cores, disk, and the User Analysis share."""
     states = [JobStatus.RUNNING, *QUEUED]

@@ -10,6 +10,7 @@ from classads import ads, match_analysis, services
 from classads.api import serializers as s
 from classads.filters import JobAdFilterSet, SiteAdFilterSet
 from classads.models import JobAd, SiteAd
+from config.api.export import ExportMixin
 from shares.api.mixins import VisibleToUserMixin
 from shares.ownership import may_act_on
 
@@ -29,7 +30,7 @@ class MayAdvertise(BasePermission):
 
 
 class SiteAdViewSet(
-    mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
+    ExportMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
 ):
     """Site ads: `condor_advertise UPDATE_STARTD_AD` (POST), the collector's view (GET), and
     INVALIDATE_STARTD_ADS (DELETE)."""
@@ -38,6 +39,7 @@ class SiteAdViewSet(
     serializer_class = s.SiteAdSerializer
     permission_classes = [MayAdvertise]
     filterset_class = SiteAdFilterSet
+    export_name = "site-ads"
     lookup_value_regex = r"\d+"
 
     @extend_schema(
@@ -72,11 +74,14 @@ class SiteAdViewSet(
         return Response(data, status=status.HTTP_201_CREATED if out.created else status.HTTP_200_OK)
 
 
-class JobAdViewSet(VisibleToUserMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class JobAdViewSet(
+    VisibleToUserMixin, ExportMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
+):
     """Job and DAG ads for Condor-G matchmaking: submit, list, read, analyse, release, remove."""
 
     queryset = JobAd.objects.select_related("owner", "owner_group")
     filterset_class = JobAdFilterSet
+    export_name = "job-ads"
     lookup_value_regex = r"\d+"
 
     def get_queryset(self):

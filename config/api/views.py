@@ -5,7 +5,9 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from config import gdpconfig
+from config.api.export import ExportMixin
 from config.api.fields import RejectUnknownFieldsMixin
+from config.cycle_filters import CycleRunFilterSet
 from config.filters import StrictQueryMixin
 from config.models import CycleRun, ParameterValue
 from config.permissions import StaffWriteOrReadOnly
@@ -126,7 +128,8 @@ class CycleRunSerializer(serializers.ModelSerializer):
         ]
 
 
-class CycleRunViewSet(viewsets.ReadOnlyModelViewSet):
+class CycleRunViewSet(ExportMixin, viewsets.ReadOnlyModelViewSet):
     queryset = CycleRun.objects.all()
     serializer_class = CycleRunSerializer
-    filterset_fields = ["kind", "status"]
+    filterset_class = CycleRunFilterSet
+    export_name = "cycle-runs"

@@ -104,3 +104,19 @@ def when(value, kind="sim"):
         text,
         relative,
     )
+
+
+@register.simple_tag(takes_context=True)
+def auto_refresh_toggle(context):
+    """The auto-refresh toggle on the pages that registered for it (config.refresh)."""
+    from config import refresh
+
+    request = context.get("request")
+    if request is None or not refresh.offered(request):
+        return ""
+    return format_html(
+        '<label class="auto-refresh" title="reload this page every {} s while it is in view">'
+        '<input type="checkbox" data-auto-refresh="{}"> auto-refresh</label>',
+        refresh.REFRESH_SECONDS,
+        refresh.REFRESH_SECONDS,
+    )

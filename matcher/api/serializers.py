@@ -297,3 +297,28 @@ class ComputingElementSerializer(serializers.ModelSerializer):
             "max_running_pilots",
             "status",
         ]
+
+
+class BulkActionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    action = serializers.ChoiceField(choices=["kill", "reschedule"])
+    ids = serializers.ListField(
+        child=StrictIntegerField(min_value=1, max_value=2**63 - 1),
+        allow_empty=False,
+        help_text="the jobs, at most MaxBulkJobs",
+    )
+
+    def validate_ids(self, ids):
+        limit = gdpconfig.get("MaxBulkJobs")
+        if len(ids) > limit:
+            raise serializers.ValidationError(f"{len(ids)} jobs; at most {limit} (MaxBulkJobs)")
+        return ids
+
+
+class BulkRefusalSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    reason = serializers.CharField()
+
+
+class BulkOutcomeSerializer(serializers.Serializer):
+    done = serializers.ListField(child=serializers.IntegerField())
+    refused = BulkRefusalSerializer(many=True)

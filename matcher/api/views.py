@@ -5,6 +5,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
+from config.api.export import ExportMixin
 from config.permissions import StaffOnly, StaffWriteOrReadOnly
 from matcher import dispatcher, selectors, services
 from matcher.api import resources as r
@@ -17,13 +18,15 @@ from shares.ownership import may_act_on
 
 class JobViewSet(
     VisibleToUserMixin,
+    ExportMixin,
     mixins.CreateModelMixin,
     viewsets.ReadOnlyModelViewSet,
 ):
-    """Jobs: submit (one or a list, all or nothing), list, read, kill, reschedule."""
+    """Jobs: submit (one or a list, all or nothing), list, export, read, kill, reschedule."""
 
     queryset = Job.objects.select_related("owner", "owner_group", "task_job")
     filterset_class = JobFilterSet
+    export_name = "jobs"
     lookup_value_regex = r"\d+"
 
     def get_queryset(self):
@@ -70,6 +73,20 @@ class JobViewSet(
         job = self.get_queryset().prefetch_related("history").get(pk=job.pk)
         return Response(s.JobDetailSerializer(job).data)
 
+    @extend_schema(request=s.BulkActionSerializer, responses=s.BulkOutcomeSerializer)
+    @action(detail=False, methods=["post"])
+    def bulk(self, request):
+        """Kill or reschedule many jobs in one transaction, each checked as one: those refused
+        (not yours, or their state does not allow it) are named with the reason, the rest
+        done."""
+        body = s.BulkActionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        visible = Job.objects.visible_to(request.user)
+        out = services.act_on_jobs(data["action"], data["ids"], request.user, visible)
+        refused = [{"id": pk, "reason": why} for pk, why in sorted(out.refused.items())]
+        return Response(s.BulkOutcomeSerializer({"done": out.done, "refused": refused}).data)
+
     @extend_schema(request=None, responses={200: s.JobDetailSerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])
     def kill(self, request, pk=None):
@@ -89,9 +106,10 @@ class JobViewSet(
         return self._act(request, pk, services.reschedule_job)
 
 
-class TaskQueueViewSet(VisibleToUserMixin, viewsets.ReadOnlyModelViewSet):
+class TaskQueueViewSet(VisibleToUserMixin, ExportMixin, viewsets.ReadOnlyModelViewSet):
     queryset = TaskQueue.objects.all()
     filterset_class = TaskQueueFilterSet
+    export_name = "taskqueues"
     lookup_value_regex = r"\d+"
 
     def get_queryset(self):

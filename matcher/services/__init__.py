@@ -26,6 +26,8 @@ from matcher.services.enqueue import (
     taskqueues_for,
 )
 from matcher.services.jobs import (
+    BulkOutcome,
+    act_on_jobs,
     activate_jobs,
     kill_job,
     purge_jobs,
@@ -51,9 +53,16 @@ from matcher.services.moves import (
     retry_on_race,
     timeout_move,
 )
-from matcher.services.submission import define_jobs, enqueue_new_jobs, submit_jobs
+from matcher.services.submission import (
+    define_jobs,
+    enqueue_new_jobs,
+    register_file_submitter,
+    submit_job_with_files,
+    submit_jobs,
+)
 
 __all__ = [
+    "BulkOutcome",
     "JobActionError",
     "Locked",
     "MoveRefused",
@@ -61,6 +70,7 @@ __all__ = [
     "NewJobs",
     "NotHeld",
     "Step",
+    "act_on_jobs",
     "activate_jobs",
     "add_to_counts",
     "create_jobs",
@@ -79,11 +89,13 @@ __all__ = [
     "purge_jobs",
     "record_heartbeat",
     "record_heartbeats",
+    "register_file_submitter",
     "repair_counts",
     "report_job",
     "reschedule_job",
     "retry_on_race",
     "set_waiting_status",
+    "submit_job_with_files",
     "submit_jobs",
     "taskqueue_cleanup",
     "taskqueues_for",

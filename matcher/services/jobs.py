@@ -8,6 +8,7 @@ move, TaskQueue membership kept exact).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from django.db import connection, models, transaction
 
@@ -176,6 +177,38 @@ def reschedule_job(job_id: int, user) -> Job:
     job, left = moves.retry_on_race(attempt)
     enqueue.drop_if_empty([left])
     return job
+
+
+NOT_YOURS = "not a job you may act on"  # unknown or another's: its existence is not revealed
+
+
+@dataclass
+class BulkOutcome:
+    done: list[int] = field(default_factory=list)
+    refused: dict[int, str] = field(default_factory=dict)  # job id -> why
+
+
+def act_on_jobs(action: str, job_ids: Iterable[int], user, visible) -> BulkOutcome:
+    """Kill or reschedule many jobs in one transaction, each checked as one: among `visible`
+    (the jobs the user may see and act on: Job.objects.visible_to), by the lifecycle's rule
+    for its state. A refused job is named with its reason and left as it is; the others are
+    done, in id order (one lock order)."""
+    one = {"kill": kill_job, "reschedule": reschedule_job}[action]
+    wanted = sorted(set(job_ids))
+    mine = set(visible.filter(pk__in=wanted).values_list("pk", flat=True))
+    out = BulkOutcome(refused={pk: NOT_YOURS for pk in wanted if pk not in mine})
+    with transaction.atomic():
+        for pk in wanted:
+            if pk not in mine:
+                continue
+            try:
+                with transaction.atomic():  # a refusal undoes its own job only
+                    one(pk, user)
+            except JobActionError as exc:
+                out.refused[pk] = str(exc).removeprefix(f"job {pk} ")
+            else:
+                out.done.append(pk)
+    return out
 
 
 # --- pilots --------------------------------------------------------------------------------------

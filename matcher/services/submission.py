@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
 from config import clock, gdpconfig
@@ -49,6 +50,8 @@ def submit_jobs(
     jdl, and the multi-valued requirement lists.
     """
 
+    specs = [routed_to_real_pilots(spec) for spec in specs]
+
     def attempt() -> list[Job]:
         now = clock.now()
         segments = gdpconfig.get("CPUSegments")
@@ -66,6 +69,42 @@ def submit_jobs(
         return jobs
 
     return moves.retry_on_race(attempt)
+
+
+# Who stores a submission's input files (the sandboxes app registers itself): fn(user, spec,
+# files) -> [job], all or nothing, raising django's ValidationError({field: [message]}) for
+# files it refuses. The web form submits through it (the API's multipart is the app's own).
+FILE_SUBMITTERS: list[Callable] = []
+
+
+def register_file_submitter(fn: Callable) -> Callable:
+    FILE_SUBMITTERS.append(fn)
+    return fn
+
+
+def submit_job_with_files(owner, spec: dict, files: Sequence) -> list[Job]:
+    """One job and its input sandbox files (none: a plain submission)."""
+    if not files:
+        return submit_jobs(owner, [spec])
+    if not FILE_SUBMITTERS:
+        raise ValidationError({"input_sandbox": ["this server keeps no input sandboxes"]})
+    return FILE_SUBMITTERS[0](owner, spec, files)
+
+
+def routed_to_real_pilots(spec: dict) -> dict:
+    """A spec with an executable gains PayloadTags and, if it names no pool,
+    PayloadSubmitPools: only pilots that run processes take it (empty parameters: as it is)."""
+    if not spec.get("executable"):
+        return spec
+    tags = gdpconfig.get("PayloadTags")
+    pools = gdpconfig.get("PayloadSubmitPools")
+    routed = dict(spec)
+    if tags:
+        own = list(spec.get("tags", ()))
+        routed["tags"] = [*own, *(t for t in tags if t not in own)]
+    if pools and not spec.get("submit_pools"):
+        routed["submit_pools"] = list(pools)
+    return routed
 
 
 def define_jobs(owner, specs: Sequence[dict], reason: str = "defined by its task") -> list[Job]:

@@ -67,6 +67,19 @@ def test_the_demo_command_is_safe_to_run_twice(db):
     assert shares["lhcb_data"] == 40000
 
 
+def test_the_demo_adds_the_local_worker_node_and_follows_the_servers_url(db):
+    from config import gdpconfig
+    from matcher.models import ComputingElement
+
+    call_command("demo", "--jobs", "0", "--pilots", "0", "--local-url", "http://127.0.0.1:8001")
+    call_command("demo", "--if-empty", "--local-url", "http://127.0.0.1:8002")
+    ce = ComputingElement.objects.get(name="localhost")
+    assert (ce.site.name, ce.tags, ce.max_waiting_pilots) == ("DIRAC.Local.ch", ["payload"], 0)
+    assert gdpconfig.get("LocalPilotURL") == "http://127.0.0.1:8002"
+    assert gdpconfig.get("PayloadTags") == ["payload"]
+    assert gdpconfig.get("PayloadSubmitPools") == ["Local"]
+
+
 def test_loaded_jobs_are_counted_per_taskqueue_and_priority(world):
     from django.db.models import Count
 

@@ -124,3 +124,19 @@ def test_a_time_with_an_offset_postgresql_does_not_know_still_selects_by_that_in
     assert r.status_code == 200 and [j["id"] for j in r.data["results"]] == [job.pk]
     r = client.get("/api/v1/jobs/", {"created_before": "0311-11-26T03:14:26-19:53"})
     assert r.status_code == 200 and r.data["results"] == []
+
+
+def test_placed_selects_the_jobs_at_a_site_exactly_or_at_none(api, users, submit):
+    from matcher.models import Job
+
+    at_cern = submit("alice", sites=["LCG.CERN.ch", "LCG.PIC.es"])
+    Job.objects.filter(pk=at_cern.pk).update(site="LCG.CERN.ch")
+    asked_only = submit("alice", sites=["LCG.CERN.ch"])  # waiting: asked for CERN, at none
+    client = api(users["alice"])
+
+    def ids(query):
+        return [j["id"] for j in client.get(f"/api/v1/jobs/?{query}").json()["results"]]
+
+    assert ids("placed=LCG.CERN.ch") == [at_cern.pk]
+    assert ids("placed=none") == [asked_only.pk]
+    assert sorted(ids("site=LCG.CERN.ch")) == sorted([at_cern.pk, asked_only.pk])

@@ -108,6 +108,9 @@ def test_a_generic_pilot_does_not_take_a_taskqueue_that_wants_private_pilots(
 
 
 def test_the_highest_cpu_segment_goes_first(pilot, submit):
+    from config import gdpconfig
+
+    gdpconfig.set_value("MatchCPUSegmentPrecedence", True)  # the seed's rule (the default)
     submit("alice", cpu_time=100)  # segment 500
     long_job = submit("bob", cpu_time=40000)  # segment 50000
     r = pilot.post(URL, CERN, format="json")

@@ -94,3 +94,13 @@ def test_another_user_cannot_open_or_kill_a_job_page(client, users, submit):
     client.force_login(users["bob"])
     assert client.get(f"/jobs/{job.pk}/").status_code == 404
     assert client.post(f"/jobs/{job.pk}/kill/").status_code == 404
+
+
+def test_detail_pages_lead_back_through_breadcrumbs(client, users, submit):
+    job = submit("alice")
+    client.force_login(users["alice"])
+    html = client.get(f"/jobs/{job.pk}/").content.decode()
+    crumbs = '<nav class="breadcrumbs"><a href="/jobs/">Jobs</a> \u203a Job'
+    assert f"{crumbs} {job.pk}</nav>" in html
+    html = client.get(f"/taskqueues/{job.task_queue_id}/").content.decode()
+    assert '<nav class="breadcrumbs"><a href="/taskqueues/">TaskQueues</a>' in html

@@ -171,6 +171,37 @@ def test_the_job_page_knows_where_to_ask(users, submit):
     assert facts["notification"]["request"] is None
 
 
+@pytest.mark.parametrize(
+    ("next_url", "lands_on"),
+    [("/jobs/{pk}/", "/jobs/{pk}/"), ("https://evil.example/", "/notifications/")],
+)
+def test_the_job_pages_button_asks_and_goes_back_only_within_the_site(
+    users, submit, client, next_url, lands_on
+):
+    users["alice"].email = "alice@example.org"
+    users["alice"].save()
+    client.force_login(users["alice"])
+    job = submit("alice")
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert 'name="req-channels" value="email"' in page and "Notify me when it ends" in page
+    r = client.post(
+        "/notifications/",
+        {"action": "request", "req-kind": "job", "req-object_id": job.pk,
+         "req-channels": ["email"], "req-outcomes": "both", "next": next_url.format(pk=job.pk)},
+    )  # fmt: skip
+    assert (r.status_code, r["Location"]) == (302, lands_on.format(pk=job.pk))
+    shown = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "You will be told when it ends (email)" in shown
+
+
+def test_without_an_address_or_webhook_the_job_page_links_to_the_form(users, submit, client):
+    client.force_login(users["alice"])
+    job = submit("alice")
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "Notify me when it ends" not in page.replace("Notify me when it ends…", "")
+    assert f'href="/notifications/?job={job.pk}"' in page
+
+
 def test_a_request_stored_meanwhile_makes_the_second_one_a_400_not_a_500(users, submit, api):
     from notifications import services
 

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from config import gdpconfig
 from config.api.codec import JsonOnlyNegotiation, OrjsonRenderer
-from matcher.lifecycle import CLAIMED_STATES, RUNNING_STATES
+from matcher.lifecycle import CANCELLED, CLAIMED_STATES, RUNNING_STATES
 from matcher.models import Job
 from pilots.api.access import pilot_job
 from sandboxes import services as sandboxes
@@ -131,8 +131,12 @@ class PilotSandboxMixin:
         if not isinstance(reference, str) or not reference:
             return Response({"pilot_reference": ["This field is required."]}, status=400)
         job, _pilot = pilot_job(request, pk, reference)
-        state = Job.objects.filter(pk=job.pk).values_list("status", flat=True).first()
-        if state not in CLAIMED_STATES:
+        state, killed = (
+            Job.objects.filter(pk=job.pk).values_list("status", "kill_requested").first()
+        ) or ("", False)
+        # A job killed while its pilot held it: the pilot brings back what the payload wrote
+        # until then, with its acknowledgement (the files are shown once that arrives).
+        if state not in CLAIMED_STATES and not (state == CANCELLED and killed):
             return _conflict(job.pk, "no pilot holds it, no upload")
         parts = [
             sandboxes.Part(kind, upload) for kind in OUTPUT_PARTS for upload in files.getlist(kind)

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from config import metrics
 from config.api.codec import JsonOnlyNegotiation, OrjsonRenderer
+from config.api.export import ExportMixin
 from config.api.fields import RejectUnknownFieldsMixin, StrictCharField, StrictIntegerField
 from matcher import topology
 from matcher.api import resources as r
@@ -22,6 +23,7 @@ from pilots import registry as pilot_registry
 from pilots import services as service
 from pilots.api.access import pilot_job as _pilot_job
 from pilots.api.sandbox import PilotSandboxMixin
+from pilots.filters import PilotFilterSet
 from pilots.models import Pilot, PilotStatus
 from sandboxes import services as sandboxes
 from shares.api.mixins import VisibleToUserMixin
@@ -134,12 +136,16 @@ class CommandsSerializer(serializers.Serializer):
     )
 
 
-class PilotViewSet(VisibleToUserMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    """Pilots: staff see all; others the pilots acting with their credential or for their DN."""
+class PilotViewSet(
+    VisibleToUserMixin, ExportMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
+):
+    """Pilots: staff see all; others the pilots acting with their credential or for their DN.
+    Filtered, sorted and exported as the pilots page (pilots.filters.PilotFilterSet)."""
 
     queryset = Pilot.objects.all()
     serializer_class = PilotSerializer
-    filterset_fields = ["status", "site", "ce", "task_queue_id", "submit_pool"]
+    filterset_class = PilotFilterSet
+    export_name = "pilots"
     lookup_value_regex = r"\d+"
 
     @extend_schema(

@@ -148,6 +148,20 @@ def test_a_kill_reaches_the_pilot_at_its_next_heartbeat_and_it_acknowledges(api,
     assert pilot.heartbeat(job_id).status_code == 409  # nothing more to say
 
 
+def test_a_killed_jobs_pilot_brings_back_its_outputs_with_its_acknowledgement(api, users, pilot):
+    job_id = _submit(api, users)
+    pilot.take()
+    pilot.report(job_id, "running")
+    api(users["alice"]).post(f"/api/v1/jobs/{job_id}/kill/")
+    assert pilot.upload(job_id, stdout=upload("std.out", b"until killed\n")).status_code == 200
+    assert api(users["alice"]).get(f"/api/v1/jobs/{job_id}/sandbox/").json() == []  # not yet
+    pilot.report(job_id, "cancelled", reason="killed on request")
+    listing = api(users["alice"]).get(f"/api/v1/jobs/{job_id}/sandbox/").json()
+    assert [f["name"] for f in listing] == ["std.out"]
+    # The kill acknowledged, the pilot has no more say on the job.
+    assert pilot.upload(job_id, stdout=upload("std.out", b"more\n")).status_code == 409
+
+
 def test_a_job_killed_before_any_pilot_took_it_has_no_kill_pending(api, users, pilot):
     job_id = _submit(api, users)
     api(users["alice"]).post(f"/api/v1/jobs/{job_id}/kill/")

@@ -75,5 +75,64 @@
     if (close) close.parentElement.remove();
   });
 
+  /* A running job's output tail (data-live-job: its API URL) follows its pilot's heartbeats
+     every 5 s while the tab is visible; once its state changes the page reloads, to show the
+     state, the full stdout and stderr and the output files. */
+  function followJob() {
+    const tail = document.querySelector("[data-live-job]");
+    if (!tail) return;
+    const timer = setInterval(function () {
+      if (document.hidden) return;
+      fetch(tail.dataset.liveJob, { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (job) {
+          if (!job) return;
+          if (job.status !== tail.dataset.status) {
+            clearInterval(timer);
+            window.location.reload();
+            return;
+          }
+          if (tail.textContent !== job.output_tail) tail.textContent = job.output_tail;
+        })
+        .catch(function () {});
+    }, 5000);
+  }
+
+  /* Auto-refresh (config/refresh.py): off by default; the choice is kept per page path in
+     this browser; when on, the page reloads every N s while it is in view (a hidden tab
+     reloads when it comes back, if its time has passed). */
+  function autoRefresh() {
+    const box = document.querySelector("input[data-auto-refresh]");
+    if (!box) return;
+    const key = "gridwms:auto-refresh:" + window.location.pathname;
+    const seconds = Number(box.dataset.autoRefresh) || 30;
+    let due = null;
+    function arm() {
+      due = box.checked ? Date.now() + seconds * 1000 : null;
+    }
+    box.checked = window.localStorage.getItem(key) === "on";
+    box.addEventListener("change", function () {
+      if (box.checked) window.localStorage.setItem(key, "on");
+      else window.localStorage.removeItem(key);
+      arm();
+    });
+    arm();
+    setInterval(function () {
+      if (due !== null && !document.hidden && Date.now() >= due) window.location.reload();
+    }, 1000);
+  }
+
+  /* A header checkbox data-tick-all="name" ticks or clears the page's checkboxes of that name. */
+  document.addEventListener("change", function (event) {
+    const all = event.target.closest("input[data-tick-all]");
+    if (!all) return;
+    const form = all.form || document;
+    form.querySelectorAll('input[type=checkbox][name="' + all.dataset.tickAll + '"]').forEach(
+      function (box) { box.checked = all.checked; }
+    );
+  });
+
   drawCharts();
+  followJob();
+  autoRefresh();
 })();

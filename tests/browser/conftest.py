@@ -124,6 +124,7 @@ def production_server(django_db_setup, tmp_path_factory):
         DATABASE_URL=_database_url(connection.settings_dict),
         ALLOWED_HOSTS="127.0.0.1,localhost",
         STATIC_ROOT=str(tmp / "static"),
+        SANDBOX_ROOT=str(tmp / "sandboxes"),  # the jobs' files stay out of the checkout
         WEB_SERVER=kind,
         WEB_WORKERS="1",
         WEB_THREADS="4",

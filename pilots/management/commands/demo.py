@@ -21,11 +21,23 @@ class Command(BaseCommand):
         parser.add_argument(
             "--if-empty", action="store_true", help="do nothing when the database has a world"
         )
+        parser.add_argument(
+            "--local-url",
+            default="",
+            help="also add the local worker node, whose real pilots reach the server here "
+            "(e.g. http://127.0.0.1:8000): jobs with an executable run on this machine",
+        )
 
-    def handle(self, jobs, if_empty, pilots, **options):
+    def handle(self, jobs, if_empty, pilots, local_url, **options):
         if if_empty and not demo.world_is_empty():
             self.stdout.write("The database already holds a world; the demo is not loaded again.")
-            return
+        else:
+            self._load(jobs, pilots)
+        if local_url:  # also for a world loaded before: the URL follows the server's
+            ce = pilot_demo.local_worker_node(local_url)
+            self.stdout.write(f"Jobs with an executable run here: CE {ce.name}, {local_url}.")
+
+    def _load(self, jobs, pilots):
         world = demo.create_world()
         if jobs > 0 and not Job.objects.exists():
             result = bulk.load_jobs(

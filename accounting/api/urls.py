@@ -1,0 +1,5 @@
+from accounting.api import views
+
+routes = [
+    ("accounting", views.AccountingViewSet, "accounting"),
+]

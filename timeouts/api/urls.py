@@ -1,0 +1,5 @@
+from timeouts.api import views
+
+routes = [
+    ("timeout-actions", views.TimeoutActionViewSet, "timeoutaction"),
+]
