@@ -156,12 +156,18 @@ def charted(transactional_db):
     from classads.models import SiteAd
     from config import clock
     from config.cycles import run_cycle
-    from matcher.models import TaskQueue
+    from matcher.models import Job, TaskQueue
     from shares.models import GridGroup, User
 
     demo.create_world()
     bulk.load_jobs(300, seed=7, batch_size=100)
     pilot_demo.first_pilots()
+    run_cycle("accounting")  # the running jobs, the accounting page's first bin
+    # Some failures for the error summary's histogram (a test's shortcut past the pilots).
+    failed = Job.objects.order_by("id").values_list("id", flat=True)[:6]
+    Job.objects.filter(pk__in=list(failed)).update(
+        status="failed", status_reason="exit code 3", site="LCG.CERN.ch", status_changed=clock.now()
+    )
     try:
         import_topology(panda_demo.topology())
         erin = User.objects.get(username="erin")
@@ -180,6 +186,7 @@ def charted(transactional_db):
                 run_cycle("usage_sampling")
                 run_cycle("priorities")
                 run_cycle("negotiator")
+                run_cycle("accounting")
 
         pages = {
             "home": "/",
@@ -192,6 +199,9 @@ def charted(transactional_db):
             "timeouts": "/brokerage/timeouts/",
             "negotiation": "/classads/negotiation/",
             "site-ad": f"/classads/sites/{SiteAd.objects.order_by('id').first().pk}/",
+            "errors": "/monitoring/errors/?hours=24",
+            "accounting": "/accounting/?hours=24&group_by=site",
+            "accounting-month": "/accounting/?hours=720&group_by=user",
         }
         yield pages, hours_later
     finally:
