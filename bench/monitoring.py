@@ -23,25 +23,13 @@ import tracemalloc
 from datetime import timedelta
 
 from _common import emit, throwaway_database
+from load import time_requests  # the same warm-up and timing as the jobs list bench
 
 SCALES = {"small": 20_000, "full": 1_000_000}
 SORTS = ["id", "name", "owner", "group", "status", "cpu_time", "user_priority", "task_queue",
          "site", "created", "status_changed"]  # fmt: skip
 REASONS = ["exit code 1", "exit code 3; bad input", "stalled: no heartbeat", "input missing",
            "killed: over its wall-clock limit of 7200 s"]  # fmt: skip
-
-
-def _timed(client, url: str, repeat: int, warmup: int) -> list[float]:
-    for _ in range(warmup):
-        answer = client.get(url)
-        if answer.status_code != 200:
-            raise SystemExit(f"GET {url} answered {answer.status_code}")
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        answer = client.get(url)
-        times.append((time.perf_counter() - t0) * 1000)
-    return times
 
 
 def shape_history(n: int) -> None:
@@ -120,7 +108,7 @@ def time_pages(client, username: str, args, context: dict) -> None:
         ("accounting", "/accounting/?hours=720&group_by=user", {"hours": 720, "by": "user"}),
     ]
     for page, url, extra in cases:
-        times = _timed(client, url, args.repeat, args.warmup)
+        times = time_requests(client, url, args.repeat, args.warmup)
         emit(f"{page}_median_ms", statistics.median(times), "ms", user=username,
              max_ms=round(max(times), 1), **extra, **context)  # fmt: skip
 
