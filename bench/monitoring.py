@@ -159,7 +159,7 @@ def main() -> None:
             with connection.cursor() as cur:
                 cur.execute("VACUUM ANALYZE")
         emit("shaped_s", time.perf_counter() - t0, "s", accounting_bins=bins, **context)
-        for username in ("admin", "alice"):
+        for username in ("admin", "alice", "carol"):  # staff, own jobs, JobSharing
             client = Client()
             client.force_login(User.objects.get(username=username))
             time_pages(client, username, args, context)

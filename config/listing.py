@@ -222,12 +222,20 @@ def cell(value):
     return value
 
 
+# A text cell that a spreadsheet would run as a formula (CSV injection): a job's name is the
+# user's to choose. Such a cell gets a leading apostrophe, as OWASP advises.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_cell(value):
     if value is None:
         return ""
     if isinstance(value, (list, dict)):  # a JSON column: its JSON text
         return orjson.dumps(value).decode()
-    return cell(value)
+    value = cell(value)
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _batches(rows):

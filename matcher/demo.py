@@ -76,6 +76,14 @@ EXAMPLE_JOB = {
     "submit_pools": ["DIRAC"],
 }
 CREDENTIAL_DAYS = 30
+# Few enough job slots that the simulator's work outgrows them (its jobs run CPUTime x 0.1 s,
+# pilots.demo): the groups then compete for slots and the grid reaches its shares, rather
+# than running every job at once whatever the shares say (issue 15, item 4).
+JOB_SLOTS_PER_CE = 20
+# A short queue before them, as a site keeps: pilots queued behind busy slots count as waiting
+# for their TaskQueue, and a long queue at one CE would hold its TaskQueues' pilots there while
+# other CEs stand idle.
+WAITING_PILOTS_PER_CE = 10
 # Live parameters the demo sets once (an operator's later change stays): the simulated CEs
 # take a submission at once, so a pool may queue a batch for every TaskQueue of a cycle.
 DEMO_PARAMETERS = {"EnableSharesCorrection": True, "totalThreadsInPool": 400}
@@ -143,6 +151,15 @@ def create_world() -> dict:
     for step in WORLD_STEPS:  # the pilots app: credentials for every identity
         step([*users, admin])
     return {"sites": len(SITES), "groups": len(groups), "users": len(users) + 1, "admin": admin}
+
+
+def limit_job_slots() -> int:
+    """The demo's CEs get its few job slots and short queues (`manage.py demo`; tests keep the
+    model's defaults). Returns the CEs changed."""
+    names = [ce[0] for ces in SITES.values() for ce in ces]
+    return ComputingElement.objects.filter(name__in=names).update(
+        max_running_pilots=JOB_SLOTS_PER_CE, max_waiting_pilots=WAITING_PILOTS_PER_CE
+    )
 
 
 def example_job() -> int:

@@ -111,6 +111,10 @@ class Requirements(models.Model):
         return {f: getattr(self, f) for f in MULTI_VALUED_FIELDS}
 
 
+# Carried by the jobs list's sort indexes: a user's page filters on them without the table.
+OWNERS = ["owner", "owner_group"]
+
+
 class Job(Requirements):
     # Indexed by the composite (owner, -id) and (owner_group, -id) indexes below.
     owner = models.ForeignKey(
@@ -195,17 +199,30 @@ class Job(Requirements):
             models.Index(
                 fields=["owner_group", "-id"], name="job_group_id", include=["site", "status"]
             ),
+            # A user's jobs sorted by group: the groups in name order, each an index range of
+            # (owner, group) already in id order (alice's 200,000 of 1M jobs: 60 ms, not 600).
+            models.Index(fields=["owner", "owner_group", "id"], name="job_owner_group_id"),
             # The jobs list sorts by any column, ties broken by id in the same direction
             # (config.listing): one (column, id) index per column, read either way, keeps a
-            # sorted page at 1M jobs an index scan. (status, id) also serves "one status,
-            # newest first" backwards. Owner and group sort by name through a join.
-            models.Index(fields=["status", "id"], name="job_status_sort"),
-            models.Index(fields=["name", "id"], name="job_name_sort"),
-            models.Index(fields=["cpu_time", "id"], name="job_cpu_time_sort"),
-            models.Index(fields=["user_priority", "id"], name="job_priority_sort"),
-            models.Index(fields=["site", "id"], name="job_site_sort", include=["status"]),
-            models.Index(fields=["created", "id"], name="job_created_sort"),
-            models.Index(fields=["status_changed", "id"], name="job_changed_sort"),
+            # sorted page at 1M jobs an index scan. Owner and group are included (PostgreSQL)
+            # so that a user's page is an index-only scan: the rows of others it passes over
+            # are never read from the table (alice by name, newest first: 26 ms, not 400).
+            # (status, id) also serves "one status, newest first" backwards. Owner and group
+            # sort by name through a join.
+            *[
+                models.Index(
+                    fields=[column, "id"], name=f"job_{name}_sort", include=[*more, *OWNERS]
+                )
+                for column, name, more in (
+                    ("status", "status", []),
+                    ("name", "name", []),
+                    ("cpu_time", "cpu_time", []),
+                    ("user_priority", "priority", []),
+                    ("site", "site", ["status"]),
+                    ("created", "created", []),
+                    ("status_changed", "changed", []),
+                )
+            ],
             # The jobs that entered a state within a window (the error summary: failed in the
             # last day reads ~2 % of the jobs, not all of them).
             models.Index(fields=["status", "status_changed"], name="job_status_changed"),
@@ -214,6 +231,7 @@ class Job(Requirements):
                 Coalesce("task_queue", Value(0), output_field=models.BigIntegerField()),
                 F("id"),
                 name="job_task_queue_sort",
+                include=["task_queue", *OWNERS],
             ),
         ]
         constraints = [

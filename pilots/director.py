@@ -8,6 +8,10 @@ pilotsPerIteration / sum(waiting jobs); per TaskQueue
 
 skipped when n <= 0. maxCPU is the largest CPU segment, so short TaskQueues get a boost of up to
 maxCPU / lowestCPUBoost.
+
+With `site_director_cap` (gdpconfig SiteDirectorPilotCap, DIRAC's later SiteDirector) the cap is
+J - waitingPilots, without the extra pilots, and the cycle also caps each CE's new pilots by the
+waiting jobs it could run less the pilots already waiting there (services.director_cycle).
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ class Settings:
     private_pilot_fraction: float = 0.5
     adaptive: bool = False
     adaptive_max_factor: float = 5.0
+    site_director_cap: bool = False  # the seed's cap unless told
+    # The seed's pilotsPerJob term: half of a cycle's pilots go by waiting jobs, whatever the
+    # shares. Off: they go by priority too (gdpconfig PilotsPerJobTerm).
+    per_job_term: bool = True
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,15 @@ def effective_pilots_per_iteration(s: Settings, waiting_jobs: int, running_jobs:
     )
 
 
+def cap_for(jobs: int, waiting: int, s: Settings) -> int:
+    """How many more pilots a TaskQueue may have waiting: the seed's
+    int((1 + extraPilotFraction) * J) + extraPilots - waitingPilots, or with the SiteDirector's
+    cap J - waitingPilots (a TaskQueue of one job no longer gets five pilots)."""
+    if s.site_director_cap:
+        return jobs - waiting
+    return int((1 + s.extra_pilot_fraction) * jobs) + s.extra_pilots - waiting
+
+
 def plan(
     tqs: Sequence[TaskQueueState],
     waiting_pilots: dict[int, int],
@@ -99,8 +116,9 @@ def plan(
     ppi = s.pilots_per_iteration if pilots_per_iteration is None else pilots_per_iteration
     priority_sum = sum(tq.priority for tq in live)
     waiting_jobs = sum(tq.jobs for tq in live)
-    per_priority = ppi / priority_sum if priority_sum > 0 else 0.0
-    per_job = ppi / waiting_jobs
+    by_priority = ppi if s.per_job_term else 2 * ppi  # the cycle sends as many either way
+    per_priority = by_priority / priority_sum if priority_sum > 0 else 0.0
+    per_job = ppi / waiting_jobs if s.per_job_term or priority_sum <= 0 else 0.0
     out = []
     for tq in live:
         lam = (
@@ -110,7 +128,7 @@ def plan(
         )
         drawn = poisson(lam, rng)
         waiting = waiting_pilots.get(tq.id, 0)
-        cap = int((1 + s.extra_pilot_fraction) * tq.jobs) + s.extra_pilots - waiting
+        cap = cap_for(tq.jobs, waiting, s)
         out.append(Decision(tq, lam, drawn, cap, waiting, max(0, min(drawn, cap))))
     return out
 

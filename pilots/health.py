@@ -1,12 +1,14 @@
 """The director's alerts in the home page's health panel (matcher/health.py): TaskQueues it
 could not send pilots for (with its reason), submit pools that were full, pilot credentials
 missing or running out, each linking to the director's decisions; and the home page's chart of
-pilots per site."""
+pilots per site; the pilots per site and CE (pilot_summary)."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import timedelta
+
+from django.db.models import Count
 
 from config import clock, gdpconfig
 from config.models import CycleRun
@@ -14,8 +16,7 @@ from matcher import dashboard, selectors
 from matcher.health import DIRECTOR_URL, register
 from matcher.models import TaskQueue
 from pilots import charts, director
-from pilots.models import Credential, DirectorDecision
-from pilots.services import pilot_summary
+from pilots.models import Credential, DirectorDecision, Pilot, PilotStatus
 
 RECENT_CYCLES = 5  # a TaskQueue's pilots are drawn at random: a blocker shows within a few
 
@@ -129,3 +130,27 @@ def director_alerts(user) -> list[tuple[str, str]]:
 def pilots_chart() -> str:
     pilots = pilot_summary()
     return charts.to_html(charts.pilots_per_site_figure(pilots)) if pilots else ""
+
+
+def pilot_summary() -> list[dict]:
+    """Per site and CE: pilots per status, and jobs per pilot."""
+    rows: dict[tuple[str, str], dict] = defaultdict(lambda: Counter())
+    for site, ce, status, n in (
+        Pilot.objects.order_by().values_list("site", "ce", "status").annotate(n=Count("*"))
+    ):
+        rows[(site, ce)][status] += n
+    jobs = dict(
+        Pilot.objects.order_by().values_list("ce").annotate(j=Count("*")).values_list("ce", "j")
+    )
+    done = defaultdict(int)
+    for ce, n in Pilot.objects.values_list("ce", "jobs_done"):
+        done[ce] += n
+    return [
+        {
+            "site": site,
+            "ce": ce,
+            "counts": {s.value: counts.get(s.value, 0) for s in PilotStatus},
+            "jobs_per_pilot": done[ce] / jobs[ce] if jobs.get(ce) else 0.0,
+        }
+        for (site, ce), counts in sorted(rows.items())
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections import Counter, defaultdict
+from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -63,6 +63,8 @@ def _settings(running_jobs: int, waiting_jobs: int) -> tuple[director.Settings, 
         private_pilot_fraction=gdpconfig.get("PrivatePilotFraction"),
         adaptive=gdpconfig.get("AdaptivePilotsPerIteration"),
         adaptive_max_factor=gdpconfig.get("AdaptiveMaxFactor"),
+        site_director_cap=gdpconfig.get("SiteDirectorPilotCap"),
+        per_job_term=gdpconfig.get("PilotsPerJobTerm"),
     )
     return s, director.effective_pilots_per_iteration(s, waiting_jobs, running_jobs)
 
@@ -127,6 +129,7 @@ class DirectorView:
     default_pools: list[str]
     list_match: bool
     ces: list[ComputingElement]
+    site_director_cap: bool = False
 
     @property
     def min_left(self) -> timedelta:
@@ -154,6 +157,7 @@ def _director_view(now, s: director.Settings) -> DirectorView:
         default_pools=gdpconfig.get("DefaultSubmitPools"),
         list_match=gdpconfig.get("ListMatch"),
         ces=list(dispatcher.active_ces()),
+        site_director_cap=s.site_director_cap,
     )
 
 
@@ -244,6 +248,18 @@ def plan_batch(d: director.Decision, view: DirectorView, rng) -> PlannedBatch | 
     return PlannedBatch(d, batch, backend, user_id)
 
 
+def runnable_jobs_per_ce(decisions: list[director.Decision], ces) -> dict[str, int]:
+    """Per active CE, the waiting jobs it could run: those of the TaskQueues (with waiting
+    jobs, as the cycle counted them) that a pilot there may take, as the matcher sees them."""
+    jobs = {d.tq.id: d.tq.jobs for d in decisions}
+    return {
+        ce.name: sum(
+            jobs.get(tq.id, 0) for tq in dispatcher.matching_taskqueues(matching.ce_resource(ce))
+        )
+        for ce in ces
+    }
+
+
 @dataclass
 class CycleSubmissions:
     """The submit step's state in one cycle: the pools, opened as batches come; the pilot
@@ -254,6 +270,7 @@ class CycleSubmissions:
     pools: dict[str, SubmitPool] = field(default_factory=dict)
     tokens: dict[int | None, str] = field(default_factory=dict)
     in_flight: list[tuple[PlannedBatch, Future]] = field(default_factory=list)
+    capped_by_jobs: bool = False  # SiteDirectorPilotCap applied to the simulated CEs' slots
 
 
 def submit_batch(planned: PlannedBatch, subs: CycleSubmissions, rng: random.Random) -> None:
@@ -290,7 +307,8 @@ def collect_submitted(subs: CycleSubmissions) -> list[tuple[PlannedBatch, Submit
             _skip(d, f"submission failed: {exc}")
             continue
         if len(done) < d.to_submit:
-            d.notes.append(f"CEs took {len(done)} of {d.to_submit} (no free waiting slots)")
+            why = ", or no more waiting jobs than pilots there" if subs.capped_by_jobs else ""
+            d.notes.append(f"CEs took {len(done)} of {d.to_submit} (no free waiting slots{why})")
         d.to_submit = len(done)
         grid_type = subs.pools[d.submit_pool].backend.grid_type
         out += [(planned, sub, grid_type) for sub in done]
@@ -380,6 +398,9 @@ def director_cycle(rng: random.Random | None = None) -> dict:
     view = _director_view(now, s)
     subs = CycleSubmissions(simulated_ces())
     planned = [p for p in (plan_batch(d, view, rng) for d in decisions) if p is not None]
+    if view.site_director_cap:  # no more pilots at a CE than the waiting jobs it could run
+        subs.simulated.cap_by_runnable_jobs(runnable_jobs_per_ce(decisions, view.ces))
+        subs.capped_by_jobs = True
     # The simulated CEs' free waiting slots are shared among all the cycle's batches in
     # proportion to the pilots each wants, not taken by the TaskQueues handed over first.
     subs.simulated.reserve([p.batch for p in planned if p.backend == "simulated"], rng)
@@ -484,18 +505,25 @@ def pilot_may_report(user, pilot: Pilot) -> bool:
 # --- the simulated CE ----------------------------------------------------------------------------
 
 
-def _pilot_resource(pilot: Pilot, ces: dict) -> matching.Resource | None:
+def _pilot_resource(pilot: Pilot, ces: dict, idents: dict) -> matching.Resource | None:
+    """What the pilot presents at its CE; `idents` keeps the (owner, group) ids of each
+    (DN, group name) looked up in this cycle."""
     ce = ces.get(pilot.ce)
     if ce is None:
         return None
-    owner = User.objects.filter(dn=pilot.owner_dn).values_list("pk", flat=True).first()
-    group = GridGroup.objects.filter(name=pilot.owner_group).values_list("pk", flat=True).first()
+    key = (pilot.owner_dn, pilot.owner_group)
+    if key not in idents:
+        idents[key] = (
+            User.objects.filter(dn=pilot.owner_dn).values_list("pk", flat=True).first(),
+            GridGroup.objects.filter(name=pilot.owner_group).values_list("pk", flat=True).first(),
+        )
+    owner, group = idents[key]
     return matching.ce_resource(ce, pilot.private, owner, group)
 
 
-def _start_next_job(pilot: Pilot, ces, sim, rng, now) -> bool:
+def _start_next_job(pilot: Pilot, ces, sim, rng, now, idents: dict) -> bool:
     """The pilot asks the matcher; a job it gets starts running on the simulated CE."""
-    resource = _pilot_resource(pilot, ces)
+    resource = _pilot_resource(pilot, ces, idents)
     found = None
     if resource is not None:
         found = dispatcher.match_job(resource, pilot.reference, rng=rng, pilot_id=pilot.pk)
@@ -523,6 +551,7 @@ def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> d
         .order_by("next_event")[:limit]
     )
     free = free_job_slots(ces)
+    idents: dict = {}  # (DN, group name) -> (owner id, group id), looked up once a cycle
     counts: Counter = Counter()
     for pilot in due:
         if pilot.status == PilotStatus.SUBMITTED:
@@ -539,9 +568,8 @@ def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> d
                 counts["held_for_a_slot"] += 1
                 continue
             free[pilot.ce] = free.get(pilot.ce, 1) - 1
-            set_pilot_status(pilot.pk, PilotStatus.RUNNING, "started on a worker node", now)
-            pilot.refresh_from_db()
-            if _start_next_job(pilot, ces, sim, rng, now):
+            pilot = set_pilot_status(pilot.pk, PilotStatus.RUNNING, "started on a worker node", now)
+            if _start_next_job(pilot, ces, sim, rng, now, idents):
                 counts["jobs_started"] += 1
             else:
                 set_pilot_status(pilot.pk, PilotStatus.DONE, "no job for it")
@@ -557,35 +585,13 @@ def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> d
                     "payload failed" if failed else "payload done",
                 )
                 counts["jobs_failed" if failed else "jobs_finished"] += 1
-                pilot.refresh_from_db()
-            if pilot.jobs_done < MAX_JOBS_PER_PILOT and _start_next_job(pilot, ces, sim, rng, now):
+                pilot.refresh_from_db(fields=["jobs_done"])
+            if pilot.jobs_done < MAX_JOBS_PER_PILOT and _start_next_job(
+                pilot, ces, sim, rng, now, idents
+            ):
                 counts["jobs_started"] += 1
             else:
                 set_pilot_status(pilot.pk, PilotStatus.DONE, f"ran {pilot.jobs_done} jobs")
                 free[pilot.ce] = free.get(pilot.ce, 0) + 1
                 counts["done"] += 1
     return dict(counts)
-
-
-def pilot_summary() -> list[dict]:
-    """Per site and CE: pilots per status, and jobs per pilot."""
-    rows: dict[tuple[str, str], dict] = defaultdict(lambda: Counter())
-    for site, ce, status, n in (
-        Pilot.objects.order_by().values_list("site", "ce", "status").annotate(n=Count("*"))
-    ):
-        rows[(site, ce)][status] += n
-    jobs = dict(
-        Pilot.objects.order_by().values_list("ce").annotate(j=Count("*")).values_list("ce", "j")
-    )
-    done = defaultdict(int)
-    for ce, n in Pilot.objects.values_list("ce", "jobs_done"):
-        done[ce] += n
-    return [
-        {
-            "site": site,
-            "ce": ce,
-            "counts": {s.value: counts.get(s.value, 0) for s in PilotStatus},
-            "jobs_per_pilot": done[ce] / jobs[ce] if jobs.get(ce) else 0.0,
-        }
-        for (site, ce), counts in sorted(rows.items())
-    ]

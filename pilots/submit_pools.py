@@ -54,9 +54,17 @@ class SimulatedBackend:
 
     grid_type = "Simulated"
 
-    def __init__(self, free_slots: dict[str, int]):
+    def __init__(self, free_slots: dict[str, int], waiting: dict[str, int] | None = None):
         self.free = free_slots
+        self.waiting = dict(waiting or {})  # the pilots waiting at each CE now
         self.lock = threading.Lock()
+
+    def cap_by_runnable_jobs(self, runnable: dict[str, int]) -> None:
+        """DIRAC's SiteDirector rule: a CE takes no more new pilots than the waiting jobs it
+        could run (`runnable`) less the pilots already waiting there."""
+        with self.lock:
+            for ce, free in self.free.items():
+                self.free[ce] = max(0, min(free, runnable.get(ce, 0) - self.waiting.get(ce, 0)))
 
     def reserve(self, batches: list[PilotBatch], rng: random.Random) -> None:
         """Share the free waiting slots among the cycle's batches before any is submitted
@@ -195,7 +203,8 @@ def simulated_ces() -> SimulatedBackend:
         Pilot.objects.filter(status__in=PILOT_WAITING_STATES).values_list("ce", flat=True)
     )
     return SimulatedBackend(
-        {name: max(0, c.max_waiting_pilots - busy[name]) for name, c in ce_rows.items()}
+        {name: max(0, c.max_waiting_pilots - busy[name]) for name, c in ce_rows.items()},
+        {name: busy[name] for name in ce_rows},
     )
 
 

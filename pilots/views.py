@@ -6,14 +6,14 @@ from config.models import CycleRun
 from config.paging import paginate
 from matcher.models import Job
 from pilots import charts
-from pilots import services as pilots
 from pilots.filters import PilotFilterSet
+from pilots.health import pilot_summary
 from pilots.models import DirectorDecision, Pilot
 
 
 def pilot_list(request):
     filterset = PilotFilterSet(request.GET, queryset=Pilot.objects.visible_to(request.user))
-    summary = pilots.pilot_summary() if request.user.is_staff else []
+    summary = pilot_summary() if request.user.is_staff else []
     context = {"summary": summary}
     return list_page(request, filterset, "pilots/pilot_list.html", context, name="pilots")
 

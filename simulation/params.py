@@ -53,6 +53,14 @@ _reg(
     maximum=10**7,
 )
 _reg(
+    "SimMaxWaitingJobsPerUser",
+    INT,
+    250,
+    "A user with this many jobs waiting submits no more; the arrivals go to the others.",
+    minimum=0,
+    maximum=10**7,
+)
+_reg(
     "SimTickSeconds",
     FLOAT,
     5.0,

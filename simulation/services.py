@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from config import clock, gdpconfig
@@ -22,7 +23,7 @@ from config.cycles import CYCLES, cycle, run_cycle
 from config.models import CycleRun, SimulationClock
 from config.schedules import SCHEDULES
 from matcher import services as job_services
-from matcher.lifecycle import SIMULATED_BACKLOG_STATES
+from matcher.lifecycle import RUNNING_STATES, SIMULATED_BACKLOG_STATES
 from matcher.models import Job
 from pilots.director import poisson
 from pilots.models import Pilot, PilotStatus
@@ -33,7 +34,10 @@ USERS = [  # (user, group, share of the arrivals)
     ("carol", "lhcb_mc", 2),
     ("dave", "lhcb_data", 3),
 ]
-CPU_TIMES = [300, 1200, 3600, 14400, 40000, 100000]
+# Every CPU time falls in a CPU segment that each demo CE takes (at most 50,000 s, the seed's
+# third segment): a job of 100,000 s would sit in the 300,000 s one, which only two CEs reach,
+# and such jobs pile up there while the other CEs run dry (issue 15, item 4).
+CPU_TIMES = [300, 1200, 3600, 14400, 40000, 50000]
 DEMO_SITES = ["LCG.CERN.ch", "LCG.PIC.es", "LCG.RAL.uk", "LCG.IN2P3.fr", "LCG.CNAF.it"]
 
 
@@ -125,9 +129,25 @@ def arrive_jobs(rng: random.Random, n: int) -> int:
     # its CPU segment (the matcher's rule), so no simulated job waits for a CE that is not.
     limits = _site_cpu_limits()
     segments = gdpconfig.get("CPUSegments")
+    # A user whose backlog is full submits no more: the arrivals go to the others. Otherwise
+    # the users with a small share fill the backlog and those with a large one run dry, and
+    # the grid cannot reach its shares for want of their work (issue 15, item 4).
+    cap = gdpconfig.get("SimMaxWaitingJobsPerUser")
+    backlog = Counter(
+        dict(
+            Job.objects.filter(status__in=SIMULATED_BACKLOG_STATES)
+            .values_list("owner_id")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+    )
     by_user: dict = {}
     for _ in range(n):
-        user, group, _w = rng.choices(people, weights=[w for *_, w in people])[0]
+        open_ = [p for p in people if backlog[p[0].pk] < cap]
+        if not open_:
+            break
+        user, group, _w = rng.choices(open_, weights=[w for *_, w in open_])[0]
+        backlog[user.pk] += 1
         cpu = rng.choice(CPU_TIMES)
         able = [s for s in DEMO_SITES if limits.get(s, 0) >= cpu_segment(cpu, segments)]
         restrict = able and rng.random() < 0.4
@@ -142,7 +162,7 @@ def arrive_jobs(rng: random.Random, n: int) -> int:
         by_user.setdefault(user.pk, (user, []))[1].append(spec)
     for user, specs in by_user.values():
         job_services.submit_jobs(user, specs)
-    return n
+    return sum(len(specs) for _, specs in by_user.values())
 
 
 def arrive_tasks(rng: random.Random, production: int, analysis: int) -> int:
@@ -279,6 +299,23 @@ def silence_pilots(rng: random.Random, n: int) -> int:
     return len(chosen)
 
 
+def end_silent_pilots() -> int:
+    """A silent pilot whose job the heartbeat timeout has failed is reported failed by its CE,
+    as a batch system reports a pilot that died: its job slot is free again. (Without this each
+    silent pilot held a slot of its CE for good: 48 of the demo's 210 after a day.)"""
+    from pilots.services import set_pilot_status
+
+    silent = Pilot.objects.filter(
+        grid_type="Simulated", status=PilotStatus.RUNNING, next_event__isnull=True
+    )
+    busy = Job.objects.filter(status__in=RUNNING_STATES, pilot_id__isnull=False).values("pilot_id")
+    ended = 0
+    for pk in silent.exclude(pk__in=busy).values_list("pk", flat=True):
+        set_pilot_status(pk, PilotStatus.FAILED, "silent: its CE reports it gone")
+        ended += 1
+    return ended
+
+
 def renew_credentials(now) -> int:
     """The simulated VO renews pilot credentials a day before the director would stop using
     them (PilotProxyMinDays), as DIRAC's proxy manager renews proxies from MyProxy: on the
@@ -351,4 +388,5 @@ def simulation_tick(rng: random.Random | None = None, minutes: float | None = No
     counts["silenced"] = silence_pilots(
         rng, poisson(gdpconfig.get("SimSilentPilotsPerHour") * minutes / 60, rng)
     )
+    counts["silent_ended"] = end_silent_pilots()
     return counts

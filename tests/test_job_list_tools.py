@@ -247,3 +247,12 @@ def test_an_export_written_in_many_pieces_is_still_one_csv_and_one_json_array(
     assert [o["id"] for o in json.loads(b"".join(pieces))] == [j.pk for j in jobs.order_by("-id")]
     rows = csv_rows(client.get("/jobs/", {"format": "csv"}))
     assert [int(r["id"]) for r in rows] == [j.pk for j in jobs.order_by("-id")]
+
+
+def test_a_name_a_spreadsheet_would_run_as_a_formula_is_exported_as_text(client, users, submit):
+    job = submit("alice", name="=HYPERLINK(1)")
+    client.force_login(users["alice"])
+    rows = csv_rows(client.get("/jobs/", {"format": "csv"}))
+    assert [r["name"] for r in rows if r["id"] == str(job.pk)] == ["'=HYPERLINK(1)"]
+    as_json = json.loads(body(client.get("/jobs/", {"format": "json"})))
+    assert [o["name"] for o in as_json if o["id"] == job.pk] == ["=HYPERLINK(1)"]

@@ -25,13 +25,14 @@ def test_a_director_cycle_submits_pilots_and_records_why(waiting):
     assert all(not p.private and p.owner_group == "lhcb_pilot" for p in made)
     decision = DirectorDecision.objects.get(task_queue_id=waiting[0].task_queue_id)
     assert decision.cycle_run == run.pk and decision.submitted == len(made)
-    assert decision.submitted <= decision.cap == int(1.2 * 6) + 4
+    assert decision.submitted <= decision.cap == 6  # SiteDirectorPilotCap: J - waiting
     assert "TaskQueueID" in made[0].requirements
     assert PilotStatusHistory.objects.count() == len(made)
 
 
-def test_waiting_pilots_count_against_the_cap(waiting):
+def test_waiting_pilots_count_against_the_seeds_cap(waiting):
     gdpconfig.set_value("PrivatePilotFraction", 0.0)
+    gdpconfig.set_value("SiteDirectorPilotCap", False)
     gdpconfig.set_value("pilotsPerIteration", 10000.0)
     run_cycle("director")
     first = Pilot.objects.count()
@@ -43,6 +44,8 @@ def test_waiting_pilots_count_against_the_cap(waiting):
 
 def test_pilots_waiting_longer_than_max_pilot_waiting_hours_no_longer_count(waiting):
     gdpconfig.set_value("PrivatePilotFraction", 0.0)
+    # The seed's cap alone (SiteDirectorPilotCap counts the old pilots at CERN's CEs too).
+    gdpconfig.set_value("SiteDirectorPilotCap", False)
     gdpconfig.set_value("pilotsPerIteration", 10000.0)
     run_cycle("director")
     Pilot.objects.update(submitted=clock.now() - timedelta(hours=7))

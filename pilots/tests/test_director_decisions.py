@@ -46,6 +46,23 @@ def test_lambda_is_the_priority_and_job_terms_times_the_cpu_boost():
     assert lam[3] == pytest.approx((0.4 * 60 + 0.4 * 60) * 300000 / 300000)  # 48
 
 
+def test_without_the_per_job_term_a_cycles_pilots_go_by_priority_alone():
+    from dataclasses import replace
+
+    off = replace(S, per_job_term=False)
+    lam = {d.tq.id: d.lam for d in plan(TQS, {}, off, random.Random(1))}
+    # pilotsPerPriority doubles (80 / 100) and pilotsPerJob is gone: TaskQueue 2's 30 jobs no
+    # longer bring it pilots beyond its priority's.
+    assert lam[1] == pytest.approx(0.8 * 30 * 300000 / 50000)
+    assert lam[2] == pytest.approx(0.8 * 10 * 300000 / 7200)
+    assert lam[3] == pytest.approx(0.8 * 60 * 300000 / 300000)
+    # Before the CPU boost, the cycle's pilots add up to the same either way: 2 x 40.
+    on = {d.tq.id: d.lam for d in plan(TQS, {}, S, random.Random(1))}
+    unboost = {1: 50000 / 300000, 2: 7200 / 300000, 3: 1.0}
+    assert sum(lam[i] * unboost[i] for i in lam) == pytest.approx(80)
+    assert sum(on[i] * unboost[i] for i in on) == pytest.approx(80)
+
+
 def test_the_cap_is_extra_fraction_plus_extra_pilots_minus_waiting():
     decisions = plan(TQS, {1: 5, 3: 100}, S, FixedPoisson())
     by_id = {d.tq.id: d for d in decisions}

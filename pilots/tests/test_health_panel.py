@@ -7,11 +7,12 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.db.models import Sum
 
 from config import clock, gdpconfig
 from config.cycles import run_cycle
-from matcher import health
-from matcher.models import Job
+from matcher import demo, health
+from matcher.models import ComputingElement, Job
 from pilots import director
 from pilots.models import Credential, DirectorDecision, Pilot
 
@@ -21,7 +22,15 @@ BLOCKING_TEXTS = ("unknown submit pool", "no credential", "is full", "list-match
 def test_the_demo_worlds_director_sends_pilots_and_none_of_its_decisions_is_blocked(db):
     call_command("demo")  # 3,000 jobs, the first director cycle, the simulated CEs' first steps
     decisions = list(DirectorDecision.objects.all())
-    assert Pilot.objects.count() > 100
+    # Every waiting slot of the demo's CEs (a short queue each, matcher.demo) takes a pilot.
+    queues = ComputingElement.objects.aggregate(n=Sum("max_waiting_pilots"))["n"]
+    assert queues == 7 * demo.WAITING_PILOTS_PER_CE
+    assert Pilot.objects.count() == queues
+    # The living grid's settings (pilots.demo.living_grid_parameters), so that it reaches its
+    # shares within a simulated day (bench/demo_shares.py).
+    assert gdpconfig.get("MatchCPUSegmentPrecedence") is False
+    assert gdpconfig.get("PilotsPerJobTerm") is False
+    assert gdpconfig.get("SimulatedPilotSeconds")["CPUScale"] == 0.1
     assert Job.objects.filter(status="running").exists()
     blocked = [d.skipped for d in decisions if any(t in d.skipped for t in BLOCKING_TEXTS)]
     assert blocked == []

@@ -97,6 +97,22 @@ def test_live_pilots_send_heartbeats_and_silent_ones_do_not(world):
     assert Job.objects.filter(status=JobStatus.RUNNING, heartbeat__isnull=False).exists()
 
 
+def test_a_silent_pilot_whose_job_timed_out_is_failed_and_frees_its_slot(world):
+    bulk.load_jobs(200, seed=7, batch_size=100)
+    pilot_demo.first_pilots()
+    assert services.silence_pilots(random.Random(1), 1) == 1
+    silent = Pilot.objects.get(broker="silent (simulated)")
+    job = Job.objects.get(pilot=silent, status=JobStatus.RUNNING)
+    # While its job still counts as running, the pilot holds its slot.
+    assert services.end_silent_pilots() == 0
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.FAILED)  # the heartbeat timeout
+    assert services.end_silent_pilots() == 1
+    silent.refresh_from_db()
+    assert silent.status == PilotStatus.FAILED
+    assert silent.history.last().reason == "silent: its CE reports it gone"
+    assert not Pilot.objects.filter(status=PilotStatus.RUNNING, next_event__isnull=True).exists()
+
+
 def test_staff_pause_resume_and_change_the_speed_on_the_clock_page(db, users, client):
     client.force_login(users["alice"])
     assert client.get("/simulation/").status_code == 200
@@ -114,3 +130,22 @@ def test_staff_pause_resume_and_change_the_speed_on_the_clock_page(db, users, cl
     r = client.post("/simulation/clock/", {"action": "speed", "speed": "-1"}, follow=True)
     assert "speed: must be more than 0" in r.content.decode()
     assert SimulationClock.objects.get(pk=1).speed == 120
+
+
+def test_a_user_whose_backlog_is_full_submits_no_more_and_the_arrivals_go_to_the_others(world):
+    from config import gdpconfig
+    from shares.models import User
+
+    gdpconfig.set_value("SimMaxWaitingJobsPerUser", 5)
+    made = services.arrive_jobs(random.Random(3), 100)
+    waiting = Job.objects.filter(status__in=(JobStatus.ACTIVATED, JobStatus.DEFINED))
+    per_user = {u.username: waiting.filter(owner=u).count() for u in User.objects.all()}
+    # Four simulated users, five each: the rest of the hundred never arrive.
+    assert made == 20
+    assert {per_user[u] for u in ("alice", "bob", "carol", "dave")} == {5}
+    dave = User.objects.get(username="dave")
+    waiting.filter(owner=dave).update(status=JobStatus.FAILED)
+    # Only dave has room now: every new arrival is his.
+    assert services.arrive_jobs(random.Random(4), 100) == 5
+    assert waiting.filter(owner=dave).count() == 5
+    assert waiting.count() == 20

@@ -39,6 +39,7 @@ class Command(BaseCommand):
 
     def _load(self, jobs, pilots):
         world = demo.create_world()
+        demo.limit_job_slots()
         if jobs > 0 and not Job.objects.exists():
             result = bulk.load_jobs(
                 jobs, seed=2026, batch_size=1000, progress=ProgressBar("demo jobs", self.stderr)

@@ -1,0 +1,110 @@
+"""`make run`'s living grid for a simulated day, headless: do the groups reach their shares?
+
+    .venv/bin/python bench/demo_shares.py                  # 24 simulated hours, SQLite
+    .venv/bin/python bench/demo_shares.py --hours 12 --param PilotsPerJobTerm=false
+
+The demo world as `manage.py demo` loads it (3,000 jobs, a first director cycle), then the
+simulator's ticks (`simulation_tick`: arrivals, every cycle due, heartbeats, silent pilots) of
+--step-minutes on the shared simulated clock, paused and moved by this script; a throw-away
+database. Every --every-hours, the Shares page's numbers (shares.overview, as the page and
+/api/v1/shares/ show them) as one JSON line per group: expected and achieved (last hour),
+waiting jobs, running jobs, the reason shown when it is off. At the end a `summary` line:
+max_share_gap_pp over the groups with waiting work, the job slots in use, and the pilots of
+the last hour that found no job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import time
+from datetime import timedelta
+
+os.environ["GRIDWMS_SIMULATED_CLOCK"] = "1"  # before the settings are read
+
+from _common import emit, throwaway_database
+
+
+def group_lines(hour: float) -> list[dict]:
+    from shares.overview import overview
+
+    out = []
+    for row in overview()["rows"]:
+        if row["expected"] is None and not row["running"]:
+            continue
+        reason = row.get("reason")
+        line = {
+            "kind": "group",
+            "hour": hour,
+            "group": row["group"].name,
+            "expected_pct": None if row["expected"] is None else round(100 * row["expected"], 2),
+            "achieved_pct": None if row["achieved"] is None else round(100 * row["achieved"], 2),
+            "waiting_jobs": row["waiting_jobs"],
+            "running": round(row["running"], 1),
+            "reason": reason.text if reason else "",
+        }
+        print(json.dumps(line), flush=True)
+        out.append(line)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--step-minutes", type=float, default=2.0)
+    parser.add_argument("--every-hours", type=float, default=2.0)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--param", action="append", default=[], help="NAME=JSON (gdpconfig)")
+    args = parser.parse_args()
+
+    with throwaway_database("demo_shares"):
+        from django.core.management import call_command
+
+        from config import clock, gdpconfig
+        from config.models import SimulationClock
+        from matcher import housekeeping
+        from matcher.models import ComputingElement
+        from pilots.models import Pilot, PilotStatus
+        from simulation import services as simulation
+
+        housekeeping.BACKGROUND = False  # recomputations inline: one process, repeatable
+        now0 = clock.now()
+        SimulationClock.objects.update_or_create(
+            pk=1, defaults={"running": False, "speed": 1.0, "anchor_real": now0, "anchor_sim": now0}
+        )
+        clock.invalidate()
+        with open(os.devnull, "w") as quiet:
+            call_command("demo", stdout=quiet, stderr=quiet)
+        for item in args.param:
+            name, _, value = item.partition("=")
+            gdpconfig.set_value(name, json.loads(value))
+        rng = random.Random(args.seed)
+        wall0 = time.perf_counter()
+        steps = round(args.hours * 60 / args.step_minutes)
+        every = max(1, round(args.every_hours * 60 / args.step_minutes))
+        lines: list[dict] = []
+        for i in range(1, steps + 1):
+            row = SimulationClock.objects.get(pk=1)
+            row.anchor_sim += timedelta(minutes=args.step_minutes)
+            row.save(update_fields=["anchor_sim"])
+            clock.invalidate()
+            simulation.simulation_tick(rng=rng, minutes=args.step_minutes)
+            if i % every == 0 or i == steps:
+                lines = group_lines(round(i * args.step_minutes / 60, 2))
+        gaps = [
+            abs(x["achieved_pct"] - x["expected_pct"])
+            for x in lines
+            if x["expected_pct"] is not None and x["achieved_pct"] is not None
+        ]
+        slots = sum(ComputingElement.objects.values_list("max_running_pilots", flat=True))
+        busy = Pilot.objects.filter(grid_type="Simulated", status=PilotStatus.RUNNING).count()
+        context = {"hours": args.hours, "params": args.param}
+        emit("max_share_gap_pp", max(gaps, default=0.0), "pp", **context)
+        emit("slots_in_use", busy, "pilots", slots=slots, **context)
+        emit("wall_seconds", time.perf_counter() - wall0, "s", **context)
+
+
+if __name__ == "__main__":
+    main()
