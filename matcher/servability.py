@@ -64,7 +64,8 @@ def _add(d: dict, key, n: int) -> None:
 def reach() -> Reach:
     """Per (group, None) and (group, user): the waiting jobs some active CE can serve, those it
     cannot by the first failing rule, the slots of the CEs that could take some of them, and its
-    best TaskQueue's rank by priority among the TaskQueues with waiting jobs."""
+    best TaskQueue's rank by priority among the TaskQueues with waiting jobs, and its servable
+    waiting jobs per CPU segment."""
     loads = {t.id: t for t in taskqueue_loads() if t.jobs > 0}
     if not loads:
         return Reach()
@@ -89,6 +90,7 @@ def reach() -> Reach:
         for key in ((load.group_id, None), (load.group_id, load.owner_id)):
             if able:
                 _add(out.servable, key, load.jobs)
+                _add(out.segments.setdefault(key, {}), segment, load.jobs)
                 able_ces.setdefault(key, set()).update(able)
             else:
                 _add(out.blocked.setdefault(key, {}), rule, load.jobs)

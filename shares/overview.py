@@ -53,6 +53,7 @@ class Reach:
     slots: dict[Key, int] = field(default_factory=dict)  # slots of the CEs that could take some
     rank: dict[Key, int] = field(default_factory=dict)  # its best TaskQueue's rank by priority
     ranked: int = 0  # TaskQueues with waiting jobs
+    segments: dict[Key, dict[int, int]] = field(default_factory=dict)  # CPU segment -> servable
 
 
 @dataclass
@@ -102,15 +103,19 @@ def reach() -> Reach:
         for key, rules in p.blocked.items():
             blocked[key] = _added([blocked.get(key, {}), rules])
     rank: dict[Key, int] = {}
+    segments: dict[Key, dict[int, int]] = {}
     for p in parts:
         for key, r in p.rank.items():
             rank[key] = min(r, rank.get(key, r))
+        for key, by_segment in p.segments.items():
+            segments[key] = _added([segments.get(key, {}), by_segment])
     return Reach(
         servable=_added([p.servable for p in parts]),
         blocked=blocked,
         slots=_added([p.slots for p in parts]),
         rank=rank,
         ranked=sum(p.ranked for p in parts),
+        segments=segments,
     )
 
 
@@ -200,6 +205,7 @@ def _reach_facts(key: Key, found: Reach, pilots: PilotCounts, clamps: dict) -> d
         "rank": found.rank.get(key),
         "ranked": found.ranked,
         "clamp": clamps.get(key),
+        "segments": dict(sorted(found.segments.get(key, {}).items())),
     }
 
 
@@ -220,23 +226,36 @@ def _facts(label: str, row: dict) -> explanations.EntityFacts:
         ranked=row["ranked"],
         correction=row["correction"].factor if row["correction"] else None,
         clamp=row["clamp"],
+        segments=row["segments"],
     )
 
 
 def _explain(rows: list[dict], running_total: float) -> None:
     """Each row's main reason for being off its share (None when it is not), groups among
     the groups and a group's users among its users."""
-    scope = explanations.Scope("groups", running_total, sum(r["pilots_sent"] for r in rows))
-    found = explanations.reasons([_facts(r["group"].name, r) for r in rows], scope)
+    rules = {
+        "per_job_term": gdpconfig.get("PilotsPerJobTerm"),
+        "segment_precedence": gdpconfig.get("MatchCPUSegmentPrecedence"),
+    }
+
+    def scope(peers: str, running: float, entities: list[dict]) -> explanations.Scope:
+        return explanations.Scope(
+            peers,
+            running,
+            sum(e["pilots_sent"] for e in entities),
+            waiting_jobs=sum(e["waiting_jobs"] for e in entities),
+            **rules,
+        )
+
+    groups = scope("groups", running_total, rows)
+    found = explanations.reasons([_facts(r["group"].name, r) for r in rows], groups)
     for row, reason in zip(rows, found, strict=True):
         row["reason"] = reason
         users = row["users"]
         if not users:
             continue
-        scope = explanations.Scope(
-            f"users of {row['group'].name}", row["running"], sum(u["pilots_sent"] for u in users)
-        )
-        found_u = explanations.reasons([_facts(u["user"].username, u) for u in users], scope)
+        of_group = scope(f"users of {row['group'].name}", row["running"], users)
+        found_u = explanations.reasons([_facts(u["user"].username, u) for u in users], of_group)
         for u, reason_u in zip(users, found_u, strict=True):
             u["reason"] = reason_u
 

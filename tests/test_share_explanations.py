@@ -187,3 +187,61 @@ def test_the_shares_page_and_api_read_a_bounded_number_of_queries(
     run_cycle("priorities")
     after = (count("/shares/", client.get), count("/api/v1/shares/", api(users["admin"]).get))
     assert after == before
+
+
+def test_the_seeds_pilots_per_job_term_and_cpu_segment_precedence_are_named_while_on(
+    submit, api, users, client, django_capture_on_commit_callbacks
+):
+    """lhcb_data waits with as many short jobs as lhcb_user with long ones and runs one job to
+    lhcb_user's three: the seed's two rules that defeat its share are named while on."""
+    from config import gdpconfig
+
+    with django_capture_on_commit_callbacks(execute=True):
+        dave = [submit("dave", cpu_time=100) for _ in range(7)]  # CPU segment 500 s
+        alice = [submit("alice", cpu_time=20000) for _ in range(9)]  # CPU segment 50,000 s
+    for job in [dave[0], *alice[:3]]:
+        put_in_state(job, JobStatus.RUNNING, "p")
+        _pilot(job.task_queue_id, PilotStatus.RUNNING, job)
+    run_cycle("usage_sampling")
+
+    def reasons():
+        data = _api_rows(api(users["admin"]).get("/api/v1/shares/").data)
+        return {name: data[name]["reason"] for name in ("lhcb_data", "lhcb_user")}
+
+    got = reasons()  # the seed's defaults: both rules on
+    assert got["lhcb_data"]["code"] == "per_job_term"
+    assert got["lhcb_user"]["code"] == "others_held"
+    assert got["lhcb_user"]["text"].startswith(
+        "the seed's pilotsPerJob term (PilotsPerJobTerm) holds the other groups below their "
+        "shares (lhcb_data: about 2 running jobs short)"
+    )
+    assert (
+        "it has 50 % of the waiting jobs and got 25 % of the pilots" in (got["lhcb_data"]["text"])
+    )
+    client.force_login(users["admin"])
+    assert "PilotsPerJobTerm, the seed&#x27;s pilotsPerJob term" in (
+        client.get("/shares/").content.decode()
+    )
+
+    gdpconfig.set_value("PilotsPerJobTerm", False)
+    got = reasons()
+    assert got["lhcb_data"] == {
+        "code": "cpu_precedence",
+        "text": "100 % of its waiting jobs that a CE can serve are in lower CPU segments than "
+        "the other groups' (50,000 s): with MatchCPUSegmentPrecedence on, a pilot takes the "
+        "highest CPU segment it can run first",
+    }
+    assert got["lhcb_user"]["text"].startswith(
+        "the seed's CPU-segment precedence (MatchCPUSegmentPrecedence) holds the other groups"
+    )
+    data = _api_rows(api(users["admin"]).get("/api/v1/shares/").data)
+    assert data["lhcb_data"]["servable_by_cpu_segment"] == {"500": 6}
+    assert data["lhcb_user"]["servable_by_cpu_segment"] == {"50000": 6}
+    page = client.get("/shares/").content.decode()
+    assert 'title="servable by CPU segment: 500 s 6"' in page
+
+    gdpconfig.set_value("MatchCPUSegmentPrecedence", False)
+    got = reasons()
+    assert {got["lhcb_data"]["code"], got["lhcb_user"]["code"]}.isdisjoint(
+        {"per_job_term", "cpu_precedence", "others_held"}
+    )

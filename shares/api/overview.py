@@ -57,6 +57,12 @@ class WhySerializer(serializers.Serializer):
         "jobs (1: the highest); null when nothing of it waits",
     )
     ranked = serializers.IntegerField(help_text="TaskQueues with waiting jobs, all entities")
+    servable_by_cpu_segment = serializers.DictField(
+        source="segments",
+        child=serializers.IntegerField(),
+        help_text="of servable_jobs, how many wait in each CPU segment (seconds); with "
+        "MatchCPUSegmentPrecedence on, a pilot takes the highest segment it can run first",
+    )
     correction_clamp = serializers.ChoiceField(
         source="clamp",
         choices=["upper", "lower"],

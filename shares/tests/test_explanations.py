@@ -148,6 +148,66 @@ def test_above_its_share_with_many_more_pilots_than_its_share():
     assert main_reason(replace(ABOVE, pilots_sent=25), SCOPE).code == "unclear"
 
 
+# The seed's two rules that defeat a share, as the Shares page names them when they are on.
+SEED_RULES = replace(SCOPE, waiting_jobs=1000, per_job_term=True, segment_precedence=True)
+
+
+def test_the_pilots_per_job_term_holds_a_group_with_few_of_the_waiting_jobs_below_its_share():
+    e = replace(BELOW, waiting_jobs=300, servable_jobs=300, pilots_sent=50)
+    r = main_reason(e, SEED_RULES)
+    assert r is not None and r.code == "per_job_term"
+    assert r.text == (
+        "half of each director cycle's pilots follow the waiting jobs, not the shares "
+        "(PilotsPerJobTerm, the seed's pilotsPerJob term): it has 30 % of the waiting jobs and "
+        "got 50 % of the pilots in the last hour, against its 80 % share"
+    )
+    # The same group with the term off: nothing of the kind is named.
+    assert main_reason(e, replace(SEED_RULES, per_job_term=False)).code != "per_job_term"
+    # The pilots it missed make under half its gap (80 % - 30 %): not the main reason.
+    assert main_reason(replace(e, pilots_sent=56), SEED_RULES).code != "per_job_term"
+
+
+def test_the_pilots_per_job_term_lifts_a_group_with_most_of_the_waiting_jobs_above_its_share():
+    e = replace(ABOVE, waiting_jobs=700, servable_jobs=700, pilots_sent=45)
+    r = main_reason(e, SEED_RULES)
+    assert r is not None and r.code == "per_job_term"
+    assert "it has 70 % of the waiting jobs and got 45 % of the pilots" in r.text
+    assert main_reason(replace(e, pilots_sent=44), SEED_RULES).code != "per_job_term"
+
+
+def test_the_cpu_segment_precedence_holds_a_group_whose_jobs_are_in_lower_segments():
+    data = replace(BELOW, segments={500: 200, 5000: 250, 300000: 50})
+    user = replace(
+        ABOVE, pilots_sent=20, waiting_jobs=300, servable_jobs=300, segments={300000: 300}
+    )
+    precedence = replace(SEED_RULES, per_job_term=False)
+    got = reasons([data, user], precedence)
+    assert got[0] is not None and got[0].code == "cpu_precedence"
+    assert got[0].text == (
+        "90 % of its waiting jobs that a CE can serve are in lower CPU segments than the other "
+        "groups' (300,000 s): with MatchCPUSegmentPrecedence on, a pilot takes the highest CPU "
+        "segment it can run first"
+    )
+    # lhcb_user is above because the rule holds lhcb_data below...
+    assert got[1] is not None and got[1].code == "others_held"
+    assert got[1].text == (
+        "the seed's CPU-segment precedence (MatchCPUSegmentPrecedence) holds the other groups "
+        "below their shares (lhcb_data: about 50 running jobs short): the slots they miss go to it"
+    )
+    # ...and, with no one held, because its own work is in the higher segments.
+    r = main_reason(user, precedence, others=data.segments)
+    assert r is not None and r.code == "cpu_precedence"
+    assert r.text.startswith(
+        "100 % of its waiting jobs that a CE can serve are in higher CPU segments than most of "
+        "the other groups' (90 % of theirs at most 5,000 s)"
+    )
+    # Precedence off (the living demo's setting), or the work in the same segment: not named.
+    off = reasons([data, user], replace(precedence, segment_precedence=False))
+    assert [r.code for r in off if r] == ["unclear", "unclear"]
+    alike = reasons([replace(data, segments={300000: 500}), user], precedence)
+    assert [r.code for r in alike if r] == ["unclear", "unclear"]
+
+
 def test_a_users_reason_speaks_of_the_other_users_of_its_group():
     scope = Scope("users of lhcb_user", running=10.0, pilots_sent=10)
     bob = EntityFacts("bob", 0.5, 0.0, waiting_jobs=4, servable_jobs=0, blocked={"Tag": 4})
