@@ -17,7 +17,7 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from datetime import datetime
@@ -73,9 +73,15 @@ class LoadError(RuntimeError):
     pass
 
 
-def make_templates(rng: random.Random, count: int = 60) -> list[Template]:
+def make_templates(
+    rng: random.Random,
+    count: int = 60,
+    requirements: Callable[[random.Random], dict] | None = None,
+) -> list[Template]:
     """`count` requirement sets, each one some active CE takes (when CEs exist), owned by the
-    users of ordinary groups (not the demo's hand-pilot example user)."""
+    users of ordinary groups (not the demo's hand-pilot example user). `requirements`: draws
+    a template's requirements ({field: values}, the fields it names) instead of this module's
+    mix of sites, platforms, tags, pilot types and submit pools."""
     from matcher.demo import EXAMPLE_USER
 
     owners = list(
@@ -99,7 +105,14 @@ def make_templates(rng: random.Random, count: int = 60) -> list[Template]:
         if len(templates) == count:
             break
         owner_id, group_id = rng.choice(owners)
-        req = _requirements(rng, **choices)
+        if requirements is None:
+            req = _requirements(rng, **choices)
+        else:
+            drawn = requirements(rng)
+            req = {
+                f: taskqueues.canonical_values(drawn.get(f, []))
+                for f in taskqueues.MULTI_VALUED_FIELDS
+            }
         able = [i for i, seg in enumerate(segments) if feasibility.can_run(setup, seg, req, offers)]
         if offers and not able and attempt < count * 49:
             continue  # no active CE would ever take it: draw another
@@ -148,6 +161,7 @@ def _draw(
     tq_of,
     segment: int | None = None,
     tops: list[int] | None = None,
+    cpu_choices: list[list[tuple[int, int]]] | None = None,
 ) -> _Batch:
     # Template and CPU segment uniform (or the segment of index `segment` for every job; with
     # `tops`, uniform among a template's first tops[t] segments), a CPU time uniform inside the
@@ -157,6 +171,12 @@ def _draw(
     lows = [segments[i - 1] + 1 if i else 1 for i in range(n_seg)]
     spans = [segments[i] - lows[i] + 1 for i in range(n_seg)]
     tpl = rng.choices(range(n_templates), k=size)
+    if cpu_choices is not None:  # (segment index, CPU time) pairs per template
+        picked = [rng.choice(cpu_choices[t]) for t in tpl]
+        seg = [s for s, _ in picked]
+        cpu = [c for _, c in picked]
+        tqs = [tq_of[t * n_seg + s] for t, s in zip(tpl, seg, strict=True)]
+        return _Batch(tqs, tpl, cpu, rng.choices(PRIORITIES, k=size), clock.now())
     if segment is not None:
         seg = [segment] * size
     elif tops is None:
@@ -274,12 +294,15 @@ def load_jobs(
     templates: list[Template] | None = None,
     workers: int | None = None,
     segment: int | None = None,
+    cpu_times: Sequence[int] | None = None,
 ) -> LoadResult:
     """Insert `n` activated jobs into their TaskQueues; returns counts and elapsed seconds.
 
     Each batch is one transaction; with several workers (PostgreSQL only) batches commit in
     parallel, each on its own connection, so a failed load leaves whole batches behind.
-    `segment` (one of CPUSegments) puts every job in that CPU segment instead of a uniform one."""
+    `segment` (one of CPUSegments) puts every job in that CPU segment instead of a uniform one;
+    `cpu_times` draws each job's CPU time among these values (those in the segments its
+    template reaches) instead of uniformly inside a segment."""
     if n < 0:
         raise LoadError("the number of jobs must not be negative")
     if batch_size < 1:
@@ -293,6 +316,16 @@ def load_jobs(
     pinned = None if segment is None else segments.index(segment)
     counts = [len(segments) if t.top_segment is None else t.top_segment + 1 for t in templates]
     tops = None if all(c == len(segments) for c in counts) else counts
+    cpu_choices = None
+    if cpu_times is not None:
+        if pinned is not None or not cpu_times or min(cpu_times) < 1:
+            raise LoadError("cpu_times: positive CPU times, and not with a segment")
+        index = {c: segments.index(taskqueues.cpu_segment(c, segments)) for c in cpu_times}
+        # A template none of the CPU times fits gets the largest CPU time of its top segment.
+        cpu_choices = [
+            [(index[c], c) for c in cpu_times if index[c] < top] or [(top - 1, segments[top - 1])]
+            for top in counts
+        ]
     with transaction.atomic():
         defs = [
             taskqueues.definition(
@@ -308,7 +341,14 @@ def load_jobs(
     def batches():
         for start in range(0, n, batch_size):
             batch = _draw(
-                rng, min(batch_size, n - start), len(templates), segments, tq_of, pinned, tops
+                rng,
+                min(batch_size, n - start),
+                len(templates),
+                segments,
+                tq_of,
+                pinned,
+                tops,
+                cpu_choices,
             )
             used_tqs.update(batch.tqs)
             yield _prepare(batch, templates)

@@ -44,11 +44,27 @@ SITES = {
     ],
 }
 
-# The seed's three groups (dirac-job-priorities.txt), plus the generic-pilot credential's group.
+# The demo's work, as the simulator's arrivals (simulation.services.arrive_jobs) and the jobs
+# `manage.py demo` leaves waiting (pilots.demo.job_templates) ask for it. Every CPU time falls
+# in a CPU segment that each demo CE takes (at most 50,000 s, the seed's third segment): a job
+# of 100,000 s would sit in the 300,000 s one, which only two CEs reach, and such jobs pile up
+# there while the other CEs run dry (issue 15, item 4).
+CPU_TIMES = [300, 1200, 3600, 14400, 40000, 50000]
+DEMO_SITES = ["LCG.CERN.ch", "LCG.PIC.es", "LCG.RAL.uk", "LCG.IN2P3.fr", "LCG.CNAF.it"]
+# The jobs that name sites (1 to 3 of those that can run them); the others go anywhere.
+SITE_RESTRICTED_FRACTION = 0.4
+
+# The seed's three groups (dirac-job-priorities.txt), the site tests' group and the
+# generic-pilot credential's group. The site tests (the README's hand-started pilot example)
+# have a group of their own with a small share: in lhcb_user, a non-JobSharing group whose
+# users split its share, tester's job that no director pilot serves held a user's cut of
+# lhcb_user's priority (a fifth, more as the others' backlogs drained) and kept the group
+# under its share (bench/demo_shares.py).
 GROUPS = [
     ("lhcb_user", 10000, False, False, "LHCb users' analysis"),
     ("lhcb_mc", 300, True, False, "Monte Carlo production"),
     ("lhcb_data", 40000, True, False, "Data processing"),
+    ("lhcb_test", 100, True, False, "Site tests, run by hand-started pilots"),
     ("lhcb_pilot", 0, False, True, "Generic pilots"),
 ]
 
@@ -62,7 +78,7 @@ USERS = [
     ("dave", ["lhcb_data"]),
     ("erin", ["lhcb_mc"]),
     ("pilot", ["lhcb_pilot"]),
-    ("tester", ["lhcb_user"]),
+    ("tester", ["lhcb_test"]),
 ]
 # The README's pilot example: tester's test jobs want a private pilot and the DIRAC submit
 # pool, whose pilots this director does not send (SubmitPoolBackends: external), so they wait

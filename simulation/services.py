@@ -22,6 +22,7 @@ from config import clock, gdpconfig
 from config.cycles import CYCLES, cycle, run_cycle
 from config.models import CycleRun, SimulationClock
 from config.schedules import SCHEDULES
+from matcher import demo as demo_world
 from matcher import services as job_services
 from matcher.lifecycle import RUNNING_STATES, SIMULATED_BACKLOG_STATES
 from matcher.models import Job
@@ -34,11 +35,12 @@ USERS = [  # (user, group, share of the arrivals)
     ("carol", "lhcb_mc", 2),
     ("dave", "lhcb_data", 3),
 ]
-# Every CPU time falls in a CPU segment that each demo CE takes (at most 50,000 s, the seed's
-# third segment): a job of 100,000 s would sit in the 300,000 s one, which only two CEs reach,
-# and such jobs pile up there while the other CEs run dry (issue 15, item 4).
-CPU_TIMES = [300, 1200, 3600, 14400, 40000, 50000]
-DEMO_SITES = ["LCG.CERN.ch", "LCG.PIC.es", "LCG.RAL.uk", "LCG.IN2P3.fr", "LCG.CNAF.it"]
+# The demo's work mix, shared with the jobs `manage.py demo` leaves waiting (matcher.demo).
+CPU_TIMES, DEMO_SITES, SITE_RESTRICTED_FRACTION = (
+    demo_world.CPU_TIMES,
+    demo_world.DEMO_SITES,
+    demo_world.SITE_RESTRICTED_FRACTION,
+)
 
 
 class ClockError(ValueError):
@@ -150,7 +152,7 @@ def arrive_jobs(rng: random.Random, n: int) -> int:
         backlog[user.pk] += 1
         cpu = rng.choice(CPU_TIMES)
         able = [s for s in DEMO_SITES if limits.get(s, 0) >= cpu_segment(cpu, segments)]
-        restrict = able and rng.random() < 0.4
+        restrict = able and rng.random() < SITE_RESTRICTED_FRACTION
         spec = {
             "owner_group": group,
             "setup": gdpconfig.get("DefaultSetup"),  # the grid's one Setup
