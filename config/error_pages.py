@@ -5,6 +5,7 @@ rest of the API's."""
 import sys
 from urllib.parse import urlsplit
 
+import psycopg
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -24,8 +25,9 @@ CSRF_MESSAGE = (
 UNAVAILABLE = "the database is unavailable; retry later"
 
 # SQLSTATEs of a failed connection rather than a failed statement: class 08 (connection
-# exception), too many connections, the server shutting down, crashed or still starting.
-_CONNECTION_STATES = ("08", "53300", "57P01", "57P02", "57P03")
+# exception), too many connections, and 57P0x: the session ended by an administrator, a crash,
+# a server still starting, its database dropped or its idle timeout.
+_CONNECTION_STATES = ("08", "53300", "57P0")
 _CONNECT = getattr(BaseDatabaseWrapper.connect, "__wrapped__", BaseDatabaseWrapper.connect).__code__
 
 
@@ -88,22 +90,38 @@ def server_error(request):
 
 
 def connection_failure(exc: BaseException | None) -> bool:
-    """The database refused or lost the connection (server down or full, unreachable, the pool
-    exhausted): a 503 to retry. A failed statement, even an OperationalError (a deadlock, a
-    timeout), is not: it stays a 500, a bug to see."""
-    if not isinstance(exc, (OperationalError, InterfaceError)):
+    """The database refused or lost the connection (server down, full, shutting down or
+    restarted, unreachable, the pool exhausted): a 503 to retry. The one test of it, for errors
+    from Django's cursors and from psycopg's own (the matcher's prepared statements run on a
+    raw cursor, unwrapped). A failed statement, even an OperationalError (a deadlock, a
+    timeout, a serialization failure), is not: it stays a 500, a bug to see."""
+    if isinstance(exc, (OperationalError, InterfaceError)):  # Django's, the driver's as cause
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code is _CONNECT:  # raised while connecting, whatever the backend
+                return True
+            tb = tb.tb_next
+        driver = exc.__cause__
+        if driver is None or not hasattr(driver, "sqlstate"):
+            # SQLite's errors have no SQLSTATE: a locked file is not a lost connection.
+            return False
+        return _driver_connection_failure(driver)
+    return _driver_connection_failure(exc)
+
+
+def _driver_connection_failure(exc: BaseException | None) -> bool:
+    """psycopg's error: one with a connection SQLSTATE, or the client's own OperationalError
+    (no SQLSTATE: the socket closed under it, the pool had no connection to give)."""
+    if not isinstance(exc, psycopg.Error):
         return False
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code is _CONNECT:  # raised while connecting, whatever the backend
-            return True
-        tb = tb.tb_next
-    # A connection that was open and is lost: psycopg's error has no SQLSTATE (it is the
-    # client's) or a connection one. SQLite's errors have no sqlstate attribute at all.
-    state = getattr(exc.__cause__, "sqlstate", "")
-    if state is None:
-        return isinstance(exc, OperationalError)
-    return bool(state) and state.startswith(_CONNECTION_STATES)
+    if exc.sqlstate is None:
+        return isinstance(exc, psycopg.OperationalError)
+    return connection_sqlstate(exc.sqlstate)
+
+
+def connection_sqlstate(state: str) -> bool:
+    """Whether a SQLSTATE says the connection failed, not the statement."""
+    return state.startswith(_CONNECTION_STATES)
 
 
 def retry_after() -> str:
