@@ -10,6 +10,7 @@ its transaction's commit.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import posixpath
 import secrets
@@ -280,6 +281,62 @@ def stream_file(job_id: int, kind: str) -> SandboxFile | None:
 def read_text(entry: SandboxFile) -> str:
     with storage().open(entry.file.name, "rb") as handle:
         return handle.read().decode("utf-8", "replace")
+
+
+# Bytes read at a time from a stored stream: a log of any size costs one chunk of memory.
+CHUNK = 64 * 1024
+
+
+class TextStream:
+    """A stored stdout or stderr as UTF-8 text (undecodable bytes replaced), read a chunk at a
+    time from `start`; closed by the response once sent, or if the client goes away."""
+
+    def __init__(self, handle, start: int):
+        self.handle, self.start = handle, start
+
+    def __iter__(self):
+        self.handle.seek(self.start)
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        while chunk := self.handle.read(CHUNK):
+            yield decoder.decode(chunk).encode()
+        yield decoder.decode(b"", final=True).encode()
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def open_text(entry: SandboxFile, lines: int | None = None) -> TextStream:
+    """The file as text to stream: whole, or its last `lines` lines, found by reading back
+    from the end (a tail costs what it returns, not the file's size)."""
+    handle = storage().open(entry.file.name, "rb")
+    try:
+        start = 0 if lines is None else _tail_start(handle, lines)
+    except BaseException:
+        handle.close()
+        raise
+    return TextStream(handle, start)
+
+
+def _tail_start(handle, lines: int) -> int:
+    """The offset where the last `lines` lines of the file begin (as str.splitlines counts
+    them at line feeds: a final one ends the last line, it opens no empty one)."""
+    handle.seek(0, 2)
+    pos = size = handle.tell()
+    if lines <= 0:
+        return size
+    found = 0
+    while pos > 0:
+        start = max(0, pos - CHUNK)
+        handle.seek(start)
+        chunk = handle.read(pos - start)
+        end = min(len(chunk), size - 1 - start)  # the file's last byte never opens a line
+        while (i := chunk.rfind(b"\n", 0, end)) >= 0:
+            found += 1
+            if found == lines:
+                return start + i + 1
+            end = i
+        pos = start
+    return 0
 
 
 def read_tail(entry: SandboxFile, max_bytes: int) -> tuple[str, bool]:

@@ -8,7 +8,7 @@ import json
 import mimetypes
 from urllib.parse import quote
 
-from django.http import FileResponse, HttpResponse
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -229,15 +229,17 @@ class SandboxJobsMixin:
         tail = request.query_params.get("tail")
         if tail not in (None, "") and (not tail.isdigit() or len(tail) > 9):
             return _bad("tail", "a number of lines")
+        lines = int(tail) if tail else None
         entry = services.stream_file(job.pk, SandboxKind(stream))
         if entry is not None:
-            text = services.read_text(entry)
+            # Streamed: a log may be tens of MiB, a tail is read back from the file's end.
+            text = services.open_text(entry, lines)
+            response = StreamingHttpResponse(text, content_type="text/plain; charset=utf-8")
         else:
             text = job.output_tail if stream == "stdout" else ""
-        if tail:
-            lines = text.splitlines(keepends=True)
-            text = "".join(lines[-int(tail) :]) if int(tail) else ""
-        response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+            if lines is not None:
+                text = "".join(text.splitlines(keepends=True)[-lines:]) if lines else ""
+            response = HttpResponse(text, content_type="text/plain; charset=utf-8")
         response["X-Content-Type-Options"] = "nosniff"
         return response
 

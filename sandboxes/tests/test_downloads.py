@@ -29,6 +29,12 @@ def _ended_job(api, users, pilot, owner="alice", group=None, exit_code=0) -> int
     return job_id
 
 
+def _text(response) -> bytes:
+    assert response.status_code == 200, response
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    return b"".join(response.streaming_content)
+
+
 def test_the_owner_lists_and_downloads_the_outputs_as_attachments(api, users, pilot):
     job_id = _ended_job(api, users, pilot)
     client = api(users["alice"])
@@ -55,9 +61,11 @@ def test_the_owner_lists_and_downloads_the_outputs_as_attachments(api, users, pi
 def test_the_log_is_the_stored_stream_whole_or_its_tail(api, users, pilot):
     job_id = _ended_job(api, users, pilot)
     client = api(users["alice"])
-    assert client.get(f"/api/v1/jobs/{job_id}/log/").content == b"one\ntwo\nthree\n"
-    assert client.get(f"/api/v1/jobs/{job_id}/log/?tail=2").content == b"two\nthree\n"
-    assert client.get(f"/api/v1/jobs/{job_id}/log/?stream=stderr").content == b"oops\n"
+    assert _text(client.get(f"/api/v1/jobs/{job_id}/log/")) == b"one\ntwo\nthree\n"
+    assert _text(client.get(f"/api/v1/jobs/{job_id}/log/?tail=2")) == b"two\nthree\n"
+    assert _text(client.get(f"/api/v1/jobs/{job_id}/log/?tail=9")) == b"one\ntwo\nthree\n"
+    assert _text(client.get(f"/api/v1/jobs/{job_id}/log/?tail=0")) == b""
+    assert _text(client.get(f"/api/v1/jobs/{job_id}/log/?stream=stderr")) == b"oops\n"
     bad = client.get(f"/api/v1/jobs/{job_id}/log/?stream=both")
     assert bad.status_code == 400 and "stream" in bad.json()
     assert client.get(f"/api/v1/jobs/{job_id}/log/?tail=-1").json().keys() == {"tail"}
@@ -82,3 +90,61 @@ def test_an_unknown_file_is_404(api, users, pilot):
     job_id = _ended_job(api, users, pilot)
     got = api(users["alice"]).get(f"/api/v1/jobs/{job_id}/sandbox/nothing.txt")
     assert got.status_code == 404
+
+
+class _CountingReads:
+    """The storage's files, counting the bytes read from them."""
+
+    def __init__(self, storage, monkeypatch):
+        self.read, opened = 0, storage.open
+
+        counter = self
+
+        class Counted:
+            def __init__(self, raw):
+                self.raw = raw
+
+            def __getattr__(self, name):
+                return getattr(self.raw, name)
+
+            def read(self, *args):
+                data = self.raw.read(*args)
+                counter.read += len(data)
+                return data
+
+        def open_counted(name, mode="rb"):
+            handle = opened(name, mode)
+            handle.file = Counted(handle.file)
+            return handle
+
+        monkeypatch.setattr(storage, "open", open_counted)
+
+
+def test_a_tail_of_a_large_stdout_reads_only_its_end_and_the_whole_log_streams(
+    api, users, pilot, monkeypatch
+):
+    from sandboxes import services
+
+    line = b"%07d the payload says something fairly long on each of its lines\n"
+    big = b"".join(line % n for n in range(300_000))  # 21 MB
+    assert len(big) > 20_000_000
+    job = {"executable": "/bin/sh", **JOB}
+    r = api(users["alice"]).post("/api/v1/jobs/", {"job": json.dumps(job)}, format="multipart")
+    job_id = r.json()["id"]
+    assert pilot.take()["id"] == job_id
+    pilot.report(job_id, "running")
+    assert pilot.upload(job_id, stdout=upload("std.out", big)).status_code == 200
+    pilot.report(job_id, "finished", exit_code=0)
+    client = api(users["alice"])
+
+    reads = _CountingReads(services.storage(), monkeypatch)
+    tail = _text(client.get(f"/api/v1/jobs/{job_id}/log/", {"tail": 3}))
+    assert tail == b"".join(line % n for n in (299_997, 299_998, 299_999))
+    assert reads.read <= 2 * services.CHUNK  # the end of the file, not 21 MB
+
+    reads.read = 0
+    whole = client.get(f"/api/v1/jobs/{job_id}/log/")
+    assert whole.streaming and reads.read == 0  # nothing read before it is sent
+    chunks = list(whole.streaming_content)
+    assert b"".join(chunks) == big
+    assert max(len(c) for c in chunks) <= services.CHUNK
