@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,24 +25,29 @@ def emit(metric: str, value: float, unit: str, **context) -> None:
     sys.stdout.flush()
 
 
+def database_url() -> str:
+    """The server the benchmarks use: DATABASE_URL's, or else the checkout's embedded server,
+    started if need be. DATABASE_URL is set to it before Django reads its settings, so that the
+    processes a bench starts find the same server."""
+    if not os.environ.get("DATABASE_URL"):
+        from gridwms import embedded_pg
+
+        os.environ["DATABASE_URL"] = embedded_pg.start()
+    return os.environ["DATABASE_URL"]
+
+
 @contextmanager
 def throwaway_database(name: str = "bench") -> Iterator[None]:
     """Set Django up on a uniquely named throw-away database, never the one DATABASE_URL points
-    at: Django's test database (migrated, DEBUG off), dropped on the way out. SQLite gets a file
-    in a temporary folder, so that other processes can open it too."""
+    at: Django's test database (migrated, DEBUG off), dropped on the way out."""
+    database_url()
     import django
     from django.conf import settings
 
-    db = settings.DATABASES["default"]
-    tmpdir = None
-    if db["ENGINE"].endswith("sqlite3"):
-        tmpdir = tempfile.mkdtemp(prefix="gridwms-bench-")
-        db["TEST"] = {"NAME": str(Path(tmpdir) / f"{name}.sqlite3")}
-    else:
-        db["TEST"] = {"NAME": f"test_gridwms_{name}_{os.getpid()}"}
+    settings.DATABASES["default"]["TEST"] = {"NAME": f"test_gridwms_{name}_{os.getpid()}"}
     django.setup()
 
-    from django.db import connection
+    from django.db import connections
     from django.test.utils import (
         setup_databases,
         setup_test_environment,
@@ -56,8 +60,33 @@ def throwaway_database(name: str = "bench") -> Iterator[None]:
     try:
         yield
     finally:
-        connection.close()
+        # Nothing of this process may still hold the database when it is dropped ("database
+        # ... is being accessed by other users"): the matcher's housekeeping thread has its own
+        # connection, so it is ended first, then every connection of this thread closed.
+        from matcher.housekeeping import housekeeper
+
+        housekeeper.stop()
+        connections.close_all()
+        _wait_for_other_sessions()
         teardown_databases(old_config, verbosity=0)
         teardown_test_environment()
-        if tmpdir:
-            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _wait_for_other_sessions(timeout: float = 30.0) -> None:
+    """Until no session is left on the throw-away database: PostgreSQL ends the sessions of a
+    process this bench stopped (a server, a matcher) a moment after it exits."""
+    from django.db import connection
+
+    name = connection.settings_dict["NAME"]
+    deadline = time.monotonic() + timeout
+    while True:
+        with connection._nodb_cursor() as cur:
+            cur.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                [name],
+            )
+            left = cur.fetchone()[0]
+        if not left or time.monotonic() > deadline:
+            return
+        time.sleep(0.2)

@@ -1,6 +1,6 @@
 """`make run`'s living grid for a simulated day, headless: do the groups reach their shares?
 
-    .venv/bin/python bench/demo_shares.py                  # 24 simulated hours, SQLite
+    .venv/bin/python bench/demo_shares.py                  # 24 simulated hours
     .venv/bin/python bench/demo_shares.py --hours 12 --param PilotsPerJobTerm=false
 
 The demo world as `manage.py demo` loads it (3,000 jobs, a first director cycle), then the
@@ -13,8 +13,9 @@ max_share_gap_pp over the groups with waiting work (the last sample), second_hal
 largest gap of the achieved shares averaged over the run's second half, with the averages), the
 job slots in use, and the pilots of the last hour that found no job.
 
-Measured (SQLite, --every-hours 1, the hourly achieved shares of hours 12-24 averaged; 140
-slots swing them by about 4 points an hour, and two runs of one seed differ by up to 2 points):
+Measured before PostgreSQL became the only engine (--every-hours 1, the hourly achieved shares of
+hours 12-24 averaged; 140 slots swing them by about 4 points an hour, and two runs of one seed
+differ by up to 2 points):
   the demo of the last stop: lhcb_data 85.1 / 81.9 / 82.8 % (seeds 7 / 11 / 3) of its 79.5 %,
     lhcb_user 14.0 / 17.5 / 17.0 % of its 19.9 %;
   its waiting jobs made like the simulator's, its corrector remembering six hours: lhcb_data
@@ -92,16 +93,16 @@ def main() -> None:
     args = parser.parse_args()
 
     with throwaway_database("demo_shares"):
+        from django.conf import settings
         from django.core.management import call_command
 
         from config import clock, gdpconfig
         from config.models import SimulationClock
-        from matcher import housekeeping
         from matcher.models import ComputingElement
         from pilots.models import Pilot, PilotStatus
         from simulation import services as simulation
 
-        housekeeping.BACKGROUND = False  # recomputations inline: one process, repeatable
+        settings.HOUSEKEEPING_IN_BACKGROUND = False  # recomputations inline: repeatable
         now0 = clock.now()
         SimulationClock.objects.update_or_create(
             pk=1, defaults={"running": False, "speed": 1.0, "anchor_real": now0, "anchor_sim": now0}

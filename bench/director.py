@@ -28,8 +28,6 @@ def main() -> None:
     n_jobs, n_templates = SCALES[args.scale]
 
     with throwaway_database("director"):
-        from django.db import connection
-
         from config.cycles import run_cycle
         from matcher import bulk, demo
         from matcher.models import TaskQueue
@@ -64,7 +62,7 @@ def main() -> None:
             taskqueues=n_tqs,
             jobs=n_jobs,
             scale=args.scale,
-            db=connection.vendor,
+            db="postgresql",
         )
 
 

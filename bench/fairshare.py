@@ -21,9 +21,10 @@ Job slots: the simulated CE starts a scheduled pilot only on a free slot of its 
 script also holds them before each pilot_status cycle (their next event moves to the next
 step). Queued pilots still count against max_waiting_pilots.
 
-`--param NAME=JSON` sets a gdpconfig parameter (e.g. MatchCPUSegmentPrecedence=true). Unless
-GRIDWMS_TESTING=1, the matcher's view and gdpconfig refresh once a real second or two (many
-simulated minutes here): runs are then not exactly repeatable.
+`--param NAME=JSON` sets a gdpconfig parameter (e.g. MatchCPUSegmentPrecedence=true). The
+matcher's view and gdpconfig refresh once a real second or two (TASKQUEUE_VIEW_REFRESH_SECONDS,
+GDPCONFIG_REFRESH_SECONDS: many simulated minutes here), so runs are not exactly repeatable
+unless both are set to 0 in the environment.
 
 Achieved share = running-slot-time share, as DIRAC's WMSHistory measures it (the running jobs
 of each entity, sampled at every step, time-weighted, over the entities); the CPU time delivered
@@ -121,14 +122,14 @@ def main() -> None:
 
 
 def run(args) -> None:  # one scenario, read top to bottom
-    from django.db import connection
+    from django.conf import settings
     from django.db.models import Count, F
 
     from config import clock, gdpconfig
     from config.cycles import run_cycle
     from config.models import SimulationClock
     from config.schedules import SCHEDULES
-    from matcher import demo, dispatcher, housekeeping, matching
+    from matcher import demo, dispatcher, matching
     from matcher import services as job_services
     from matcher.lifecycle import RUNNING_STATES
     from matcher.models import ComputingElement, Job, JobStatus
@@ -143,7 +144,7 @@ def run(args) -> None:  # one scenario, read top to bottom
     from shares.models import GridGroup, User
     from simulation import services as sim_services  # noqa: F401  (its cycle)
 
-    housekeeping.BACKGROUND = False  # drops and recomputations inline: one process, repeatable
+    settings.HOUSEKEEPING_IN_BACKGROUND = False  # drops and recomputations inline: repeatable
     wall0 = time.perf_counter()
     rng = random.Random(args.seed)
     scale = SCALES[args.scale]
@@ -473,7 +474,7 @@ def run(args) -> None:  # one scenario, read top to bottom
         cycle_wall_s={k: round(v, 1) for k, v in cycle_wall.items()},
         wall_s=round(time.perf_counter() - wall0, 1),
         targets={"max_share_gap_pp": 2, "wasted_pilot_fraction": 0.10, "wall_s": 600},
-        db=connection.vendor,
+        db="postgresql",
     )
 
     # --- diagnosis (bench/fairshare_diagnosis.py) ------------------------------------------------

@@ -1,6 +1,6 @@
 """Pilots asking for jobs over real HTTP: the production server against runserver.
 
-    .venv/bin/python bench/http_match.py --scale small       # seconds; SQLite if no DATABASE_URL
+    .venv/bin/python bench/http_match.py --scale small   # seconds; the embedded server by default
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
         .venv/bin/python bench/http_match.py --scale full      # 1,000,000 waiting jobs
 
@@ -118,12 +118,9 @@ def eligible() -> int:
 
 
 def server_env(static_root: str, access_log: str) -> dict:
-    db = database_env()
-    if db.get("SQLITE_PATH"):  # production names its database in DATABASE_URL
-        db["DATABASE_URL"] = f"sqlite:///{db['SQLITE_PATH']}"
     return with_env(
         {
-            **db,
+            **database_env(),
             "DEBUG": "0",
             "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-" + "x" * 60,
             "STATIC_ROOT": static_root,
@@ -200,8 +197,6 @@ def _descendants(pid: int) -> list[int]:
 def _backends() -> list[int]:
     from django.db import connection
 
-    if connection.vendor != "postgresql":
-        return []
     with connection.cursor() as cur:
         cur.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
@@ -460,7 +455,7 @@ def main() -> None:
         from django.db import connection
         from rest_framework.authtoken.models import Token
 
-        log(f"loading {scale.jobs} jobs on {connection.vendor}")
+        log(f"loading {scale.jobs} jobs")
         started = time.perf_counter()
         world = build_world(scale.jobs, args.seed)
         log(f"loaded in {time.perf_counter() - started:.1f} s: {world['taskqueues']} TaskQueues")
@@ -481,7 +476,7 @@ def main() -> None:
                 "taskqueues": world["taskqueues"],
                 "eligible_jobs": world["eligible"],
                 "scale": args.scale,
-                "db": connection.vendor,
+                "db": "postgresql",
                 **machine_context(),
             }
             rounds: dict = {kind: [] for kind in servers}

@@ -1,6 +1,6 @@
 """Load N jobs through `matcher.bulk.load_jobs`, then time the jobs list page and the jobs API.
 
-    .venv/bin/python bench/load.py --scale small        # SQLite when DATABASE_URL is unset
+    .venv/bin/python bench/load.py --scale small        # the embedded server without DATABASE_URL
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
         .venv/bin/python bench/load.py --scale full
 
@@ -55,7 +55,6 @@ def main() -> None:
     n = args.jobs if args.jobs is not None else SCALES[args.scale]
 
     with throwaway_database("bench"):
-        from django.db import connection
         from django.test import Client
 
         from matcher import bulk, demo
@@ -63,7 +62,7 @@ def main() -> None:
         from shares.models import User
 
         demo.create_world()
-        context = {"jobs": n, "scale": args.scale, "db": connection.vendor}
+        context = {"jobs": n, "scale": args.scale, "db": "postgresql"}
         result = bulk.load_jobs(n, seed=args.seed, batch_size=args.batch_size)
         counts = [m.objects.count() for m in (Job, TaskQueueJob, JobStatusHistory)]
         if counts != [n, n, n]:

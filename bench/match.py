@@ -1,7 +1,7 @@
 """Time the matcher on a million waiting jobs: against the seed's literal algorithm, its latency
-in-process and through HTTP, its throughput with four matcher processes, and SQLite's worst wait.
+in-process and through HTTP, its throughput with four matcher processes.
 
-    .venv/bin/python bench/match.py --scale small        # SQLite when DATABASE_URL is unset
+    .venv/bin/python bench/match.py --scale small        # the embedded server without DATABASE_URL
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
         .venv/bin/python bench/match.py --scale full
 
@@ -19,9 +19,7 @@ Prints one JSON object per line (DESIGN §7):
                             `manage.py runserver` with TCP_NODELAY, one keep-alive connection
   matches_per_s_4proc       four spawned matcher processes for a fixed time
   duplicates                jobs claimed twice by those processes (cross-checked in the database)
-  sqlite_match_max_ms       the longest single match_job of four processes on an SQLite file
-On PostgreSQL the SQLite part runs last, at small size, in a child process with its own
-temporary file. Everything happens in throw-away databases that are dropped at the end.
+Everything happens in a throw-away database that is dropped at the end.
 
 The grid's own shapes (bench/match_grid.py): `--shape many-small` (10,000 jobs in ~3,660
 TaskQueues), `--shape wide` (1,000,000 jobs in 5,000 TaskQueues), `--shape tq100|tq1000|tq4000`
@@ -95,16 +93,10 @@ HTTP_BODY = {
 }
 # The seed's step 3, literally: every member of the TaskQueue races with key random()/priority
 # (UserPriority 0 weighs like matching.ZERO_PRIORITY_WEIGHT); the winner's priority is kept.
-LITERAL_SQL = {
-    "postgresql": (
-        "SELECT job_id, user_priority FROM matcher_taskqueuejob WHERE task_queue_id = %s "
-        "ORDER BY random() / GREATEST(user_priority, %s) LIMIT 1"
-    ),
-    "sqlite": (
-        "SELECT job_id, user_priority FROM matcher_taskqueuejob WHERE task_queue_id = %s "
-        "ORDER BY (random() / 18446744073709551616.0 + 0.5) / MAX(user_priority, %s) LIMIT 1"
-    ),
-}
+LITERAL_SQL = (
+    "SELECT job_id, user_priority FROM matcher_taskqueuejob WHERE task_queue_id = %s "
+    "ORDER BY random() / GREATEST(user_priority, %s) LIMIT 1"
+)
 
 
 def log(message: str) -> None:
@@ -261,7 +253,7 @@ def literal_match(tq_id: int, resource, pilot_reference: str, rng: random.Random
         from matcher import match as claims
 
     with connection.cursor() as cur:
-        cur.execute(LITERAL_SQL[connection.vendor], [tq_id, matching.ZERO_PRIORITY_WEIGHT])
+        cur.execute(LITERAL_SQL, [tq_id, matching.ZERO_PRIORITY_WEIGHT])
         row = cur.fetchone()
     if row is None:
         return None
@@ -344,8 +336,6 @@ def database_env() -> dict[str, str | None]:
     from django.db import connection
 
     name = connection.settings_dict["NAME"]
-    if connection.vendor == "sqlite":
-        return {"SQLITE_PATH": str(name), "DATABASE_URL": None}
     url = urlsplit(os.environ["DATABASE_URL"])
     return {"DATABASE_URL": url._replace(path=f"/{name}").geturl()}
 
@@ -371,7 +361,7 @@ def free_port() -> int:
 # with Nagle's algorithm on, the body waits for the client's delayed ACK of the headers (~40 ms
 # on Linux), whatever the view costs. The headline is the server without that stall, with the
 # project's settings (a new database connection per request unless DB_POOL is set); the context
-# gives the stock runserver and the same server with DB_POOL=1 (PostgreSQL only).
+# gives the stock runserver and the same server with DB_POOL=1.
 RUNSERVER = ["manage.py", "runserver", "--noreload", "--skip-checks"]
 NODELAY = [__file__, "--serve"]
 
@@ -462,14 +452,11 @@ def bench_http(scale: Scale, context: dict) -> None:
     from rest_framework.authtoken.models import Token
 
     token = Token.objects.get(user__username="pilot").key
-    vendor = connection.vendor
     connection.close()  # the servers get their own connections
     with MachineCpu() as cpu:
         s = summary(time_server(NODELAY, {}, token, scale.requests))
-    extra = {}
-    if vendor == "postgresql":
-        pooled = summary(time_server(NODELAY, {"DB_POOL": "1"}, token, scale.requests))
-        extra = {"db_pool_p50_ms": pooled["p50_ms"], "db_pool_p99_ms": pooled["p99_ms"]}
+    pooled = summary(time_server(NODELAY, {"DB_POOL": "1"}, token, scale.requests))
+    extra = {"db_pool_p50_ms": pooled["p50_ms"], "db_pool_p99_ms": pooled["p99_ms"]}
     stock = summary(time_server(RUNSERVER, {}, token, max(50, scale.requests // 10)))
     emit(
         "http_match_p50_ms",
@@ -512,11 +499,9 @@ def matcher_process(env, worker, duration, start_at, go, out) -> None:
         m = match_job(resource, ref, rng)
         if m is not None:
             claimed.append(m.job.id)
-        backend = None
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cur:
-                cur.execute("SELECT pg_backend_pid()")
-                backend = cur.fetchone()[0]
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_backend_pid()")
+            backend = cur.fetchone()[0]
         out.put(("ready", worker))
         go.wait()
         start = start_at.value
@@ -616,7 +601,6 @@ def database_check(claimed: list[int]) -> dict:
 def bench_processes(scale: Scale, context: dict) -> None:
     from django.db import connection
 
-    vendor = connection.vendor
     connection.close()
     r = run_processes(scale.seconds)
     check = database_check(r["claimed"])
@@ -625,45 +609,22 @@ def bench_processes(scale: Scale, context: dict) -> None:
     common = {"processes": PROCESSES, "seconds": round(r["elapsed"], 2), **context}
     if r["ran_dry"]:
         common["ran_dry"] = True
-    if vendor == "sqlite":
-        emit(
-            "sqlite_match_max_ms",
-            s["max_ms"],
-            "ms",
-            p50_ms=s["p50_ms"],
-            p99_ms=s["p99_ms"],
-            matches=r["timed"],
-            matches_per_s=round(rate, 1),
-            duplicates=check["claimed"] - check["distinct"],
-            **r["cpu"],
-            **common,
-        )
-    else:
-        emit(
-            "matches_per_s_4proc",
-            rate,
-            "matches/s",
-            matches=r["timed"],
-            per_process=r["per_process"],
-            p50_ms=s["p50_ms"],
-            p99_ms=s["p99_ms"],
-            max_ms=s["max_ms"],
-            **r["cpu"],
-            **common,
-        )
+    emit(
+        "matches_per_s_4proc",
+        rate,
+        "matches/s",
+        matches=r["timed"],
+        per_process=r["per_process"],
+        p50_ms=s["p50_ms"],
+        p99_ms=s["p99_ms"],
+        max_ms=s["max_ms"],
+        **r["cpu"],
+        **common,
+    )
     emit("duplicates", check["claimed"] - check["distinct"], "jobs", **check, **common)
 
 
 # --- main -------------------------------------------------------------------------------------
-
-
-def run_sqlite_part(args) -> int:
-    """The SQLite part of a PostgreSQL run: this script at small size in a child process whose
-    settings fall back to SQLite, on its own temporary file."""
-    cmd = [sys.executable, __file__, "--scale", "small", "--phases", "procs"]
-    cmd += ["--seed", str(args.seed)]
-    sys.stdout.flush()
-    return subprocess.run(cmd, env=with_env({"DATABASE_URL": None}), check=False).returncode
 
 
 def main() -> None:
@@ -675,9 +636,6 @@ def main() -> None:
         "--phases",
         default=",".join(PHASES),
         help=f"comma-separated subset of {','.join(PHASES)} (default: all)",
-    )
-    parser.add_argument(
-        "--no-sqlite", action="store_true", help="on PostgreSQL, skip the SQLite part"
     )
     parser.add_argument("--seconds", type=float, help="override how long the processes run")
     parser.add_argument(
@@ -711,12 +669,8 @@ def main() -> None:
     if args.seconds is not None:
         scale = Scale(**{**scale.__dict__, "seconds": args.seconds})
 
-    postgresql = False
     with throwaway_database("match"):
-        from django.db import connection
-
-        postgresql = connection.vendor == "postgresql"
-        log(f"loading {scale.jobs + scale.big} jobs on {connection.vendor}")
+        log(f"loading {scale.jobs + scale.big} jobs")
         started = time.perf_counter()
         world = build_world(scale, args.seed, args.batch_size)
         log(f"loaded in {time.perf_counter() - started:.1f} s: {world.taskqueues} TaskQueues")
@@ -724,7 +678,7 @@ def main() -> None:
             "jobs": world.jobs,
             "taskqueues": world.taskqueues,
             "scale": args.scale,
-            "db": connection.vendor,
+            "db": "postgresql",
         }
         steps = {
             "literal": lambda: bench_literal(world, scale, context),
@@ -739,10 +693,6 @@ def main() -> None:
                     steps[phase]()
         finally:
             match_grid.settle(stop=True)  # the housekeeping thread's connection, before the drop
-    if postgresql and "procs" in phases and not args.no_sqlite:
-        log("the SQLite part")
-        if run_sqlite_part(args) != 0:
-            raise SystemExit("the SQLite part failed")
 
 
 if __name__ == "__main__":

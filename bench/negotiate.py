@@ -72,8 +72,6 @@ def main() -> None:
     n_jobs, n_templates, n_sites = SCALES[args.scale]
 
     with throwaway_database("negotiate"):
-        from django.db import connection
-
         from classads import ads, services
         from classads.models import JobAd
         from config import clock, gdpconfig
@@ -127,7 +125,7 @@ def main() -> None:
         c = run.counts
         context = {
             "scale": args.scale,
-            "db": connection.vendor,
+            "db": "postgresql",
             "idle_jobs": c["idle_jobs"],
             "autoclusters": c["autoclusters"],
             "site_ads": c["site_ads"],

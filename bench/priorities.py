@@ -29,8 +29,6 @@ def main() -> None:
     n_tqs, n_users = SCALES[args.scale]
 
     with throwaway_database("priorities"):
-        from django.db import connection
-
         from config import gdpconfig
         from matcher import demo
         from matcher.models import TaskQueue, TaskQueuePriorityCount
@@ -72,7 +70,7 @@ def main() -> None:
         )
         corrections = {(g.pk, None): rng.uniform(0.5, 2) for g in groups}
         context = {"taskqueues": n_tqs, "users": n_users, "scale": args.scale}
-        context["db"] = connection.vendor
+        context["db"] = "postgresql"
 
         full, pure = [], []
         loads, gm = taskqueue_loads(), groups_map()

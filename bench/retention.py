@@ -47,12 +47,9 @@ def build(finished: int) -> dict:
     bulk.load_jobs(total, seed=5)
     job, history = Job._meta.db_table, JobStatusHistory._meta.db_table
     member, counts = TaskQueueJob._meta.db_table, TaskQueuePriorityCount._meta.db_table
-    pg = connection.vendor == "postgresql"
 
     def ago(days: int) -> str:
-        if pg:
-            return f"(%(now)s::timestamptz - make_interval(days => {days}))"
-        return f"strftime('%%Y-%%m-%%d %%H:%%M:%%f', %(now)s, '-{days} days')"
+        return f"(%(now)s::timestamptz - make_interval(days => {days}))"
 
     final = "CASE id %% 3 WHEN 0 THEN 'finished' WHEN 1 THEN 'failed' ELSE 'cancelled' END"
     group = "(id %% 100)"
@@ -82,9 +79,8 @@ def build(finished: int) -> dict:
             f"SELECT task_queue_id, user_priority, COUNT(*) FROM {member} "
             "GROUP BY task_queue_id, user_priority"
         )
-    if pg:
-        with connection.cursor() as cur:
-            cur.execute(f"VACUUM ANALYZE {job}, {history}, {member}, {counts}")
+    with connection.cursor() as cur:
+        cur.execute(f"VACUUM ANALYZE {job}, {history}, {member}, {counts}")
     return {
         "jobs": total,
         "history_rows": JobStatusHistory.objects.count(),
@@ -201,7 +197,6 @@ def main() -> None:
     n = args.jobs if args.jobs is not None else SCALES[args.scale]
 
     with throwaway_database("retention"):
-        from django.db import connection
         from django.db.models import Exists, OuterRef
 
         from config import clock, gdpconfig
@@ -209,7 +204,7 @@ def main() -> None:
 
         setup = build(n)
         print(json.dumps({"setup": setup, "finished_jobs": n}), file=sys.stderr)
-        context = {"scale": args.scale, "database": connection.vendor}
+        context = {"scale": args.scale, "database": "postgresql"}
         old = Job.objects.exclude(status="activated").filter(
             status_changed__lt=clock.now() - timedelta(days=7)
         )

@@ -60,7 +60,7 @@ class DBTimer:
         return [[round(t, 3), sql] for sql, t in rows]
 
 
-def mix_sql(vendor: str, sites: list[str]) -> str:
+def mix_sql(sites: list[str]) -> str:
     from matcher.models import Job
 
     m = "(id % 100)"
@@ -84,10 +84,7 @@ def mix_sql(vendor: str, sites: list[str]) -> str:
     matched = f"({m} >= 40 AND {m} < 88 AND NOT {crowded})"
 
     def ago(seconds_expr: str) -> str:
-        if vendor == "postgresql":
-            return f"(%(now)s::timestamptz - make_interval(secs => {seconds_expr}))"
-        fmt = "'%%Y-%%m-%%d %%H:%%M:%%f'"
-        return f"strftime({fmt}, %(now)s, '-' || ({seconds_expr}) || ' seconds')"
+        return f"(%(now)s::timestamptz - make_interval(secs => {seconds_expr}))"
 
     sql = (
         f"UPDATE {Job._meta.db_table} SET status = {status}, "
@@ -167,7 +164,7 @@ def build(n: int) -> dict:
             f"INSERT INTO {tj} (job_id, task_id, queue_id, n_events, input_files, input_size_mb) "
             f"SELECT id, {task_case}, {queue_case}, 100, 1, 0 FROM {job} WHERE id % 5 = 0"
         )
-        cur.execute(mix_sql(connection.vendor, sites), {"now": now})
+        cur.execute(mix_sql(sites), {"now": now})
         cur.execute(
             f"DELETE FROM {member} WHERE job_id IN "
             f"(SELECT id FROM {job} WHERE status <> 'activated')"
@@ -178,9 +175,8 @@ def build(n: int) -> dict:
             f"SELECT task_queue_id, user_priority, COUNT(*) FROM {member} "
             "GROUP BY task_queue_id, user_priority"
         )
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute(f"VACUUM ANALYZE {job}, {tj}, {member}, {counts}")
+    with connection.cursor() as cur:
+        cur.execute(f"VACUUM ANALYZE {job}, {tj}, {member}, {counts}")
     return {"load_s": round(loaded, 1), "mix_s": round(time.perf_counter() - t0, 1)}
 
 
@@ -234,7 +230,7 @@ def main() -> None:
             target_s=5.0,
             scale=args.scale,
             jobs=n,
-            database=connection.vendor,
+            database="postgresql",
             counts=counts,
             second_cycle_s=round(second, 3),
             second_cycle_acted=again["acted"],
