@@ -1,4 +1,5 @@
-"""Sending one notice: an e-mail through Django's mail backend, or a JSON POST to a webhook.
+"""Sending the due notices: an e-mail through Django's mail backend, or a JSON POST to a
+webhook (notifications.webhooks), several at once and fairly between hosts.
 
 Each send is claimed first by a conditional UPDATE (the row's state and attempt count as
 read): two runs at once never send the same attempt. A crash after sending but before the
@@ -9,25 +10,29 @@ never more than NotificationMaxAttempts times in all).
 
 from __future__ import annotations
 
-import json
+import logging
 import time
-import urllib.error
-import urllib.request
+from collections import defaultdict, deque
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import send_mail
+from django.db import connection
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
 from config import gdpconfig
+from notifications import webhooks
 from notifications.models import Channel, Kind, Notice
+
+log = logging.getLogger(__name__)
 
 # Longer than a webhook may take (WebhookTimeoutSeconds is at most a minute).
 SENDING_STALE = timedelta(minutes=5)
-# A run stops sending after this long (real seconds): the rest waits for the next run.
-TIME_BUDGET = 45.0
 
 
 def link(kind: str, object_id: int) -> str:
@@ -63,42 +68,49 @@ def payload(n: Notice) -> dict:
     }
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A webhook answers itself: a redirect counts as a failure (and is not followed)."""
+@dataclass(frozen=True)
+class Limits:
+    """A run's settings, read once by the run's own thread: the senders touch no database."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
+    senders: int
+    per_host: int
+    host_seconds: float
+    run_seconds: float
+    timeout: float
+    allowed: webhooks.Allowed
+
+    @classmethod
+    def current(cls) -> Limits:
+        return cls(
+            senders=gdpconfig.get("NotificationSenders"),
+            per_host=gdpconfig.get("NotificationSendsPerHost"),
+            host_seconds=gdpconfig.get("NotificationHostSeconds"),
+            run_seconds=gdpconfig.get("NotificationRunSeconds"),
+            timeout=gdpconfig.get("WebhookTimeoutSeconds"),
+            allowed=webhooks.Allowed.current(),
+        )
 
 
-_opener = urllib.request.build_opener(_NoRedirects)
-
-
-def post_webhook(url: str, data: dict, timeout: float) -> None:
-    """POST `data` as JSON; raise on anything but a 2xx answer."""
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(data).encode(),
-        headers={"Content-Type": "application/json", "User-Agent": "gridwms-notifications"},
-        method="POST",
-    )
-    with _opener.open(request, timeout=timeout) as response:
-        if not 200 <= response.status < 300:
-            raise OSError(f"HTTP {response.status}")
-
-
-def send(n: Notice) -> str | None:
-    """Deliver the notice; the error (None: sent)."""
+def send(n: Notice, limits: Limits) -> str | None:
+    """Deliver the notice; the error shown to its user (None: sent). The error never says
+    what answered or how: a closed port and an open one read the same."""
     if not n.target:
         return "no e-mail address" if n.channel == Channel.EMAIL else "no webhook URL"
-    try:
-        if n.channel == Channel.EMAIL:
+    if n.channel == Channel.EMAIL:
+        try:
             send_mail(subject(n), body(n), settings.DEFAULT_FROM_EMAIL, [n.target])
-        else:
-            post_webhook(n.target, payload(n), gdpconfig.get("WebhookTimeoutSeconds"))
-    except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code}"
-    except Exception as exc:  # a mail server, DNS, a refused connection, a timeout
-        return f"{type(exc).__name__}: {exc}"[:255]
+        except Exception:  # the mail server's own words are the operator's business
+            log.warning("mail to %s failed", n.target, exc_info=True)
+            return "could not send the e-mail"
+        return None
+    try:
+        webhooks.post(n.target, payload(n), limits.timeout, limits.allowed)
+    except webhooks.HTTPStatus as exc:
+        return f"delivery failed (HTTP {exc.status})"
+    except webhooks.Refused:
+        return "address not allowed (a local or private address)"
+    except Exception:  # DNS, a refused connection, a timeout, TLS, not HTTP at all
+        return "could not connect"
     return None
 
 
@@ -138,15 +150,69 @@ def record(n: Notice, error: str | None) -> str:
     return fields["state"]
 
 
+def host_of(n: Notice) -> str:
+    """Whom the send waits on: the webhook's host, or the mail server for every e-mail."""
+    if n.channel == Channel.EMAIL:
+        return "mail"
+    try:
+        return (urlsplit(n.target).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _send_in_thread(n: Notice, limits: Limits) -> str | None:
+    try:
+        return send(n, limits)
+    finally:
+        # Sends touch no model; should a mail backend ever do, its connection is not left open.
+        connection.close()
+
+
 def deliver(limit: int) -> dict[str, int]:
-    """Try the due notices, each once, within TIME_BUDGET; counts by resulting state."""
+    """Try the due notices, each once, counts by resulting state. A bounded pool sends them,
+    host by host in turns, at most NotificationSendsPerHost at once to a host and for at most
+    NotificationHostSeconds a run: a slow or dead host delays only its own notices. No send
+    starts after NotificationRunSeconds. Each notice is claimed just before its send, so
+    those left for the next run are not taken."""
+    limits = Limits.current()
+    queues: dict[str, deque[Notice]] = defaultdict(deque)
+    for n in due(limit):
+        queues[host_of(n)].append(n)
+    busy: dict[str, int] = defaultdict(int)
+    spent: dict[str, float] = defaultdict(float)
+    running: dict[Future, tuple[Notice, str, float]] = {}
     counts: dict[str, int] = {}
     started = time.monotonic()
-    for n in due(limit):
-        if time.monotonic() - started > TIME_BUDGET:
-            break
-        if not claim(n):
-            continue  # another run has it
-        state = record(n, send(n))
-        counts[state] = counts.get(state, 0) + 1
+    with ThreadPoolExecutor(limits.senders, thread_name_prefix="notice") as pool:
+        while True:
+            if time.monotonic() - started < limits.run_seconds:
+                _start(pool, queues, busy, spent, running, limits)
+            if not running:
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                n, host, began = running.pop(future)
+                busy[host] -= 1
+                spent[host] += time.monotonic() - began
+                state = record(n, future.result())
+                counts[state] = counts.get(state, 0) + 1
     return counts
+
+
+def _start(pool, queues, busy, spent, running, limits: Limits) -> None:
+    """Start sends while senders are free, taking the hosts in turns (oldest notice first
+    within a host), skipping a host at its limit or past its time."""
+    progress = True
+    while progress and len(running) < limits.senders:
+        progress = False
+        for host, queue in queues.items():
+            if len(running) >= limits.senders:
+                return
+            if not queue or busy[host] >= limits.per_host or spent[host] >= limits.host_seconds:
+                continue
+            n = queue.popleft()
+            progress = True
+            if not claim(n):
+                continue  # another run has it
+            busy[host] += 1
+            running[pool.submit(_send_in_thread, n, limits)] = (n, host, time.monotonic())

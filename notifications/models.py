@@ -16,8 +16,12 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from notifications.webhooks import check_saved
+
 WEBHOOK_MAX_LENGTH = 500
 webhook_validator = URLValidator(schemes=["http", "https"])
+# The URL's form, then its address: never the grid's own machines or network.
+WEBHOOK_VALIDATORS = [webhook_validator, check_saved]
 
 
 class Outcomes(models.TextChoices):
@@ -50,7 +54,7 @@ class NotificationPreference(models.Model):
         "webhook URL",
         max_length=WEBHOOK_MAX_LENGTH,
         blank=True,
-        validators=[webhook_validator],
+        validators=WEBHOOK_VALIDATORS,
         help_text="http(s) URL that receives a JSON POST when work ends; empty: none",
     )
     outcomes = models.CharField(max_length=8, choices=Outcomes.choices, default=Outcomes.BOTH)
@@ -106,7 +110,7 @@ class NotificationRequest(models.Model):
         "webhook URL",
         max_length=WEBHOOK_MAX_LENGTH,
         blank=True,
-        validators=[webhook_validator],
+        validators=WEBHOOK_VALIDATORS,
         help_text="empty: the one of your preference",
     )
     created = models.DateTimeField()

@@ -7,12 +7,12 @@ from config.api.fields import RejectUnknownFieldsMixin, StrictBooleanField, Stri
 from matcher.models import Job
 from notifications.models import (
     WEBHOOK_MAX_LENGTH,
+    WEBHOOK_VALIDATORS,
     Channel,
     Notice,
     NotificationPreference,
     NotificationRequest,
     Outcomes,
-    webhook_validator,
 )
 
 
@@ -21,7 +21,7 @@ def webhook_field(help_text: str):
         max_length=WEBHOOK_MAX_LENGTH,
         allow_blank=True,
         required=False,
-        validators=[webhook_validator],
+        validators=WEBHOOK_VALIDATORS,
         help_text=help_text,
     )
 

@@ -2,10 +2,12 @@
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from config import gdpconfig
 from matcher import dispatcher, services
 from matcher.matching import Resource
 from matcher.models import JobStatus
@@ -48,31 +50,40 @@ def run():
 
 
 class Receiver:
-    """A local webhook: records each POST's JSON body, answers `status`."""
+    """A local webhook on `address`: records each POST's JSON body, its Host header and when
+    it came (time.monotonic()), answers `status` after `delay` seconds."""
 
-    def __init__(self):
+    def __init__(self, address="127.0.0.1", delay=0.0):
         self.bodies: list[dict] = []
         self.status = 204
+        self.delay = delay
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
-                length = int(self.headers.get("Content-Length", 0))
-                receiver.bodies.append(
-                    {
-                        "content_type": self.headers.get("Content-Type"),
-                        "json": json.loads(self.rfile.read(length)),
-                    }
-                )
-                self.send_response(receiver.status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                try:
+                    length = int(self.headers.get("Content-Length", 0))
+                    receiver.bodies.append(
+                        {
+                            "content_type": self.headers.get("Content-Type"),
+                            "host": self.headers.get("Host"),
+                            "at": time.monotonic(),
+                            "json": json.loads(self.rfile.read(length)),
+                        }
+                    )
+                    time.sleep(receiver.delay)
+                    self.send_response(receiver.status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                except OSError:
+                    pass  # the sender gave up waiting
 
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.server = ThreadingHTTPServer((address, 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://{address}:{self.port}/hook"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
@@ -82,7 +93,10 @@ class Receiver:
 
 
 @pytest.fixture
-def webhook():
+def webhook(db):
+    """A local receiver: the operator's allow-list lets webhooks reach 127.0.0.1 (loopback is
+    refused otherwise)."""
+    gdpconfig.set_value("WebhookAllowedNetworks", ["127.0.0.1"])
     receiver = Receiver()
     yield receiver
     receiver.close()

@@ -131,7 +131,11 @@ def test_a_failing_webhook_is_retried_then_given_up_and_shown(
 
     run()
     notice = Notice.objects.get(object_id=job.pk)
-    assert (notice.state, notice.attempts, notice.error) == ("failed", 1, "HTTP 500")
+    assert (notice.state, notice.attempts, notice.error) == (
+        "failed",
+        1,
+        "delivery failed (HTTP 500)",
+    )
     run()
     run()
     run()  # nothing left to try
