@@ -152,8 +152,22 @@ def parse_old(text: str) -> ClassAd:
         name = m.group(1)
         if not NAME_RE.match(name):
             raise AdError(name, f"line {number}: not an attribute name")
-        ad[name] = _parse_expr(m.group(2), name)
+        ad[name] = _parse_expr(old_to_new_escaping(m.group(2).rstrip()), name)
     return ad
+
+
+def old_to_new_escaping(text: str) -> str:
+    """An old-syntax value in the new syntax's escaping, as HTCondor converts it before
+    parsing: in the old syntax a backslash is literal (`"C:\\tmp"` is 6 characters) except
+    before a quote that does not end the line (`\\"` is a quote inside the string)."""
+    if "\\" not in text:
+        return text
+    out = []
+    for i, c in enumerate(text):
+        out.append(c)
+        if c == "\\" and not (i + 2 < len(text) and text[i + 1] == '"'):
+            out.append("\\")
+    return "".join(out)
 
 
 def parse_ad(text: str, syntax: str = "auto") -> ClassAd:
@@ -249,10 +263,17 @@ def parse_job_ad(text: str) -> ClassAd:
 # --- evaluation helpers -------------------------------------------------------------------------
 
 
-def is_true(value: object) -> bool:
-    """Only a real true passes: Value.Error and Value.Undefined are IntEnum members that
-    compare equal to integers (ERROR even to True)."""
-    return value is True
+def holds(value: object) -> bool:
+    """HTCondor's test of a Requirements (EvalBool): true, or a non-zero integer or real;
+    false, zero, UNDEFINED, ERROR, text or anything else is not a match. Value.Error and
+    Value.Undefined are IntEnum members that compare equal to integers: tested first."""
+    if isinstance(value, Value):
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    return False
 
 
 def rank_float(value: object) -> float:
@@ -283,19 +304,23 @@ def bare(name: str) -> str:
 
 def split_conjuncts(text: str) -> list[str]:
     """The top-level `&&` clauses of an expression's text, outer parentheses removed, so that
-    each clause can be evaluated and reported on its own."""
+    each clause can be evaluated and reported on its own. `||` and `?:` bind more loosely than
+    `&&`: an expression with either at the top level is not a conjunction (`a && b || c` is
+    `(a && b) || c`) and is one clause, whole."""
     text = _strip_parens(text.strip())
     parts, depth, start, i = [], 0, 0, 0
     while i < len(text):
         c = text[i]
-        if c == '"':
+        if c in "\"'":  # a string literal, or a quoted attribute name
             i += 1
-            while i < len(text) and text[i] != '"':
+            while i < len(text) and text[i] != c:
                 i += 2 if text[i] == "\\" else 1
         elif c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
+        elif depth == 0 and (text.startswith("||", i) or (c == "?" and not _meta_equal(text, i))):
+            return [text] if text else []
         elif c == "&" and depth == 0 and text.startswith("&&", i):
             parts.append(text[start:i])
             start = i + 2
@@ -303,6 +328,11 @@ def split_conjuncts(text: str) -> list[str]:
         i += 1
     parts.append(text[start:])
     return [_strip_parens(p.strip()) for p in parts if p.strip()]
+
+
+def _meta_equal(text: str, i: int) -> bool:
+    """Whether the `?` at text[i] is the middle of `=?=`, not the conditional operator."""
+    return text[i - 1 : i] == "=" and text[i + 1 : i + 2] == "="
 
 
 def _strip_parens(text: str) -> str:

@@ -7,6 +7,8 @@ textually and parsed again:
 - `$$(Name:default)` uses the default when the site lacks Name (also recorded as MATCH_<Name>);
 - `$$([expr])` inserts `string(expr)` evaluated with MY = job, TARGET = site; it must be text;
 - `$$(DOLLARDOLLAR)` is a literal `$$`.
+Text HTCondor's scanner does not read as one of these (a default with `-`, `:` or `(`, a body
+with no closing `)`, a `$$([` with no `])`) stays as written.
 Each expanded attribute is recorded as `MATCH_EXP_<Attr>`. A failure (a missing attribute with
 no default, a non-text expression, a `.` in a name) holds the job with the reason
 `Cannot expand $$ expression (<name>).` Pure: ClassAds in, an Expansion out.
@@ -14,6 +16,7 @@ no default, a non-text expression, a `.` in a name) holds the job with the reaso
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, field
 
 from classad2 import ClassAd, ExprTree
@@ -75,33 +78,63 @@ def _resolve(body: str, job: ClassAd, site: ClassAd, match_attrs: dict[str, str]
     return value
 
 
+# What HTCondor's scanner accepts in `$$(Name:default)`: identifier characters in the name, and
+# in the default also `$`, space, `,` and `\`. Anything else (`-`, `:`, `(` ...) means the text
+# is not a `$$()` at all and stays as written.
+ID_CHARS = frozenset(string.ascii_letters + string.digits + "_./")
+DEFAULT_CHARS = ID_CHARS | frozenset("$ ,\\")
+WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
+
+
+def _body_end(text: str, body: int) -> int:
+    """Index of the `)` closing the `$$(` body that starts at text[body], or -1 when HTCondor
+    would not read it as a `$$()`: `$$([expr])` ends at the first `])` (whatever the quotes),
+    `$$(Name)` and `$$(Name:default)` at the first `)` if every character is allowed."""
+    if text.startswith("[", body):
+        end = text.find("])", body)
+        return end + 1 if end >= 0 else -1
+    after_colon = False
+    for i in range(body, len(text)):
+        c = text[i]
+        if c == ")":
+            return i
+        if c == ":" and not after_colon:
+            after_colon = True
+        elif c not in (DEFAULT_CHARS if after_colon else ID_CHARS):
+            return -1
+    return -1
+
+
+def _next_macro(text: str, pos: int) -> tuple[int, int, int] | None:
+    """(the `$$(`, its body, its closing `)`) of the next `$$()` at or after `pos`, scanned as
+    HTCondor's next_dollardollar_macro does: `$` or `$$` then a word then `(` is a candidate,
+    only `$$(` is one, and one whose body is not recognised is skipped past its `(`."""
+    while True:
+        dollar = text.find("$", pos)
+        if dollar < 0:
+            return None
+        p = dollar + 1
+        if text.startswith("$", p):
+            p += 1
+        while p < len(text) and text[p] in WORD_CHARS:
+            p += 1
+        if p == dollar + 2 and text.startswith("(", p):
+            close = _body_end(text, p + 1)
+            if close >= 0:
+                return dollar, p + 1, close
+            p += 1
+        pos = p
+
+
 def _expand_text(text: str, job: ClassAd, site: ClassAd, match_attrs: dict[str, str]) -> str:
     out, i = [], 0
-    while True:
-        j = text.find("$$(", i)
-        if j < 0:
-            out.append(text[i:])
-            return "".join(out)
-        out.append(text[i:j])
-        k = j + 3
-        if text.startswith("[", k):
-            # The expression runs to its matching bracket, then `)`.
-            depth, end = 0, -1
-            for n in range(k, len(text)):
-                depth += {"[": 1, "]": -1}.get(text[n], 0)
-                if depth == 0:
-                    end = n + 1
-                    break
-            if end < 0 or not text.startswith(")", end):
-                raise _Failed(text[k:].split(")", 1)[0])
-            body, close = text[k:end], end
-        else:
-            close = text.find(")", k)
-            if close < 0:
-                raise _Failed(text[k:])
-            body = text[k:close]
-        out.append(_resolve(body, job, site, match_attrs))
+    while (found := _next_macro(text, i)) is not None:
+        dollar, body, close = found
+        out.append(text[i:dollar])
+        out.append(_resolve(text[body:close], job, site, match_attrs))
         i = close + 1
+    out.append(text[i:])
+    return "".join(out)
 
 
 def expand(job: ClassAd, site: ClassAd) -> Expansion:

@@ -8,7 +8,7 @@ from typing import NotRequired, TypedDict
 
 from classad2 import ClassAd, ExprTree, Value
 
-from classads.ads import rank_float, split_conjuncts
+from classads.ads import holds, rank_float, split_conjuncts
 from classads.negotiation import pair_rank
 
 
@@ -49,7 +49,7 @@ def clauses(my: ClassAd, target: ClassAd) -> list[Clause]:
             value = ExprTree(text).eval(my, target)
         except Exception:
             value = Value.Error
-        out.append({"clause": text, "value": shown(value), "passes": value is True})
+        out.append({"clause": text, "value": shown(value), "passes": holds(value)})
     return out
 
 

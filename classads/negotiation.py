@@ -2,7 +2,8 @@
 matches out. No ORM; the services feed it plain data and write the result.
 
 The reference loop (reference/condor.md §6): jobs in fair-share order; for each job every site
-ad in list order; a candidate only if both Requirements are exactly true; its Rank as a float;
+ad in list order; a candidate only if both Requirements hold (true, or a non-zero number, as
+HTCondor's EvalBool reads them); its Rank as a float;
 the first ad with the strictly highest Rank wins. A WantAdRevaluate ad then gets CurMatches + 1
 and moves to the end of the list; any other ad is done for the cycle.
 
@@ -12,7 +13,9 @@ pair. Each autocluster keeps its candidates in a heap ordered by (-Rank, list po
 site ad that changed since (a match bumped its CurMatches and moved it) is re-evaluated only
 when it comes to the top. Clauses of a site's Requirements that read only the site itself
 (`CurMatches < MaxMatches`) are evaluated once per change of the site, not per pair: a full
-site is skipped by every autocluster at no cost.
+site is skipped by every autocluster at no cost. A clause is a conjunct of the whole
+Requirements (split only where `&&` is the top-level operator), so one that does not hold
+means the whole does not.
 
 Like HTCondor's own match-list cache, this assumes that a site ad whose CurMatches grew is no
 more willing and no more attractive than before (true of `CurMatches < MaxMatches` and of
@@ -30,14 +33,15 @@ from typing import TypeAlias
 
 from classad2 import ClassAd, ExprTree, Value
 
-from classads.ads import rank_float, split_conjuncts
+from classads.ads import holds, rank_float, split_conjuncts
 
 # A candidate site ad in an autocluster's heap: (-Rank, list position, site index, the site's
 # version when ranked, whether the Rank was evaluated against it).
 Candidate: TypeAlias = tuple[float, int, int, int, bool]
 
-# Both Requirements exactly true, then the job's Rank with EvalFloat typing; false otherwise.
-# MY = job, TARGET = site. One evaluation per pair (condor.md §8).
+# Both Requirements hold, then the job's Rank with EvalFloat typing; false otherwise. `&&` reads
+# a non-zero number as true, as EvalBool does, so only a true result is a match; UNDEFINED,
+# ERROR and text are not. MY = job, TARGET = site. One evaluation per pair (condor.md §8).
 PAIR = ExprTree(
     "((MY.Requirements && TARGET.Requirements) =?= true)"
     " ? ((isInteger(MY.Rank) || isReal(MY.Rank) || isBoolean(MY.Rank)) ? real(MY.Rank) : 0.0)"
@@ -82,7 +86,7 @@ class SiteState:
     matches: int = 0
 
     def refresh(self) -> None:
-        self.closed = any(c.eval(self.ad) is not True for c in self.clauses)
+        self.closed = any(not holds(c.eval(self.ad)) for c in self.clauses)
 
 
 @dataclass(eq=False)
@@ -114,7 +118,7 @@ class Result:
 
 def make_autocluster(index: int, ad: ClassAd) -> Autocluster:
     ac = Autocluster(index=index, ad=ad)
-    if any(c.eval(ad) is not True for c in own_clauses(ad)):
+    if any(not holds(c.eval(ad)) for c in own_clauses(ad)):
         ac.dead = True  # one of its own clauses fails whatever the site
     rank = ad.lookup("Rank") if "Rank" in ad else None
     if rank is not None and not [r for r in ad.externalRefs(rank) if r]:

@@ -1,5 +1,6 @@
-"""The negotiator's semantics, through the cycle: symmetric Requirements that must be exactly
-true, Rank as a float, ties, WantAdRevaluate, `=?=`, integer division, `$$()` and holds."""
+"""The negotiator's semantics, through the cycle: symmetric Requirements that must hold (true
+or a non-zero number), Rank as a float, ties, WantAdRevaluate, `=?=`, integer division, `$$()`
+and holds."""
 
 import pytest
 from classad2 import ClassAd
