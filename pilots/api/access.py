@@ -5,6 +5,7 @@ from rest_framework.exceptions import PermissionDenied
 
 from matcher.models import Job
 from pilots import registry as pilot_registry
+from pilots.models import Pilot
 
 
 def pilot_job(request, pk, reference) -> tuple[Job, int]:
@@ -16,3 +17,13 @@ def pilot_job(request, pk, reference) -> tuple[Job, int]:
     if pilot_id is None or job.pilot_id != pilot_id:
         raise PermissionDenied("a pilot reports only on the jobs it was given")
     return job, pilot_id
+
+
+def credential_job(request, pk) -> Job:
+    """The job, if the caller's credential is the one its pilot acts with: what can be known
+    before a request's body is read (its pilot reference may be in the body)."""
+    job = get_object_or_404(Job.objects.only("pilot"), pk=pk)
+    ours = Pilot.objects.filter(pk=job.pilot_id, credential_user=request.user)
+    if job.pilot_id is None or not ours.exists():
+        raise PermissionDenied("a pilot reports only on the jobs it was given")
+    return job

@@ -13,13 +13,15 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers, status
 from rest_framework.decorators import action
+from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.response import Response
 
 from config import gdpconfig
+from config.api.authentication import CachedTokenAuthentication
 from config.api.codec import JsonOnlyNegotiation, OrjsonRenderer
 from matcher.lifecycle import CANCELLED, CLAIMED_STATES, RUNNING_STATES
 from matcher.models import Job
-from pilots.api.access import pilot_job
+from pilots.api.access import credential_job, pilot_job
 from sandboxes import services as sandboxes
 from sandboxes.api.parsers import SandboxMultiPartParser, with_suffix
 
@@ -46,7 +48,9 @@ uploaded = inline_serializer(
 output_form = inline_serializer(
     "OutputUpload",
     fields={
-        "pilot_reference": serializers.CharField(),
+        "pilot_reference": serializers.CharField(
+            required=False, help_text="required here or in the query string"
+        ),
         "stdout": serializers.FileField(required=False),
         "stderr": serializers.FileField(required=False),
         "output": serializers.ListField(
@@ -96,6 +100,14 @@ class PilotSandboxMixin:
 
     @extend_schema(
         request={"multipart/form-data": output_form},
+        parameters=[
+            OpenApiParameter(
+                "pilot_reference",
+                OpenApiTypes.STR,
+                description="the uploading pilot, checked before the body is read (the "
+                "form's, if given too, must be the same)",
+            )
+        ],
         responses={
             200: uploaded,
             400: OpenApiResponse(description="a bad part, named"),
@@ -105,7 +117,13 @@ class PilotSandboxMixin:
         },
     )
     @action(
-        detail=True, methods=["post"], url_path="output", parser_classes=[SandboxMultiPartParser]
+        detail=True,
+        methods=["post"],
+        url_path="output",
+        parser_classes=[SandboxMultiPartParser],
+        # A token only: a session's CSRF check would read (and spool) the body before anyone
+        # is asked. Pilots hold tokens.
+        authentication_classes=[CachedTokenAuthentication],
     )
     def output(self, request, pk=None):
         """The job's pilot uploads its stdout, stderr and output sandbox files, shown once its
@@ -120,17 +138,15 @@ class PilotSandboxMixin:
                 {"output": [f"{length} bytes; at most {limit} (MaxOutputSandboxBytes)"]},
                 status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
             )
-        data, files = request.POST, request.FILES  # text parts, file parts
-        unknown = sorted((set(data) | set(files)) - {"pilot_reference", *OUTPUT_PARTS})
-        if unknown:
-            return Response({k: ["Unknown field."] for k in unknown}, status=400)
-        text = [p for p in OUTPUT_PARTS if p in data]
-        if text:
-            return Response({p: ["must be a file part"] for p in text}, status=400)
-        reference = data.get("pilot_reference")
-        if not isinstance(reference, str) or not reference:
-            return Response({"pilot_reference": ["This field is required."]}, status=400)
-        job, _pilot = pilot_job(request, pk, reference)
+        if not (request.content_type or "").startswith("multipart/form-data"):
+            raise UnsupportedMediaType(request.content_type)
+        # Who asks, before the body is parsed: its files would be spooled to disk first. The
+        # reference in the query string is checked now; one only in the form, once read.
+        queried = request.query_params.get("pilot_reference")
+        if queried:
+            job, _pilot = pilot_job(request, pk, queried)
+        else:
+            job = credential_job(request, pk)
         state, killed = (
             Job.objects.filter(pk=job.pk).values_list("status", "kill_requested").first()
         ) or ("", False)
@@ -138,6 +154,22 @@ class PilotSandboxMixin:
         # until then, with its acknowledgement (the files are shown once that arrives).
         if state not in CLAIMED_STATES and not (state == CANCELLED and killed):
             return _conflict(job.pk, "no pilot holds it, no upload")
+        data, files = request.POST, request.FILES  # text parts, file parts
+        unknown = sorted((set(data) | set(files)) - {"pilot_reference", *OUTPUT_PARTS})
+        if unknown:
+            return Response({k: ["Unknown field."] for k in unknown}, status=400)
+        text = [p for p in OUTPUT_PARTS if p in data]
+        if text:
+            return Response({p: ["must be a file part"] for p in text}, status=400)
+        reference = data.get("pilot_reference") or queried
+        if not isinstance(reference, str) or not reference:
+            return Response({"pilot_reference": ["This field is required."]}, status=400)
+        if queried and reference != queried:
+            return Response(
+                {"pilot_reference": ["the form's differs from the query string's"]}, status=400
+            )
+        if not queried:
+            pilot_job(request, pk, reference)
         parts = [
             sandboxes.Part(kind, upload) for kind in OUTPUT_PARTS for upload in files.getlist(kind)
         ]

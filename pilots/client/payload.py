@@ -506,7 +506,9 @@ def upload_outputs(
         parts.append(FilePart("output", rel.replace(os.sep, "/"), os.path.join(workdir, rel)))
     fields = [("pilot_reference", reference)]
     try:
-        code, answer = client.post_multipart(f"{path}/output/", fields, parts)
+        # The reference in the query string too: the server checks it before taking the body.
+        query = urllib.parse.urlencode({"pilot_reference": reference})
+        code, answer = client.post_multipart(f"{path}/output/?{query}", fields, parts)
     except OSError as exc:
         options.log(f"{path}: the output sandbox upload failed: {exc}")
         return [], f"output sandbox not uploaded: {exc}"

@@ -3,6 +3,9 @@ MaxOutputSandboxBytes; staged until the final report, so a pilot that dies mid-u
 nothing shown as complete."""
 
 import pytest
+from django.core.files.uploadhandler import TemporaryFileUploadHandler
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from config import gdpconfig
 from matcher.models import Job
@@ -129,3 +132,76 @@ def test_a_second_upload_replaces_the_staged_one(
     [entry] = services.outputs(running)
     assert services.read_text(entry) == "second"
     assert len(stored_files(sandbox_root)) == 1
+
+
+SPOOLED: list[str] = []
+
+
+class RecordingUploadHandler(TemporaryFileUploadHandler):
+    """Django's handler spooling a file part to a temporary file, recording that it did."""
+
+    def new_file(self, field_name, *args, **kwargs):
+        SPOOLED.append(field_name)
+        return super().new_file(field_name, *args, **kwargs)
+
+
+@pytest.fixture
+def spooled(settings):
+    settings.FILE_UPLOAD_HANDLERS = [f"{__name__}.RecordingUploadHandler"]
+    SPOOLED.clear()
+    yield SPOOLED
+    SPOOLED.clear()
+
+
+def _with_token(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return client
+
+
+BIG = b"z" * (8 * 1024 * 1024)  # over FILE_UPLOAD_MAX_MEMORY_SIZE: spooled to disk if read
+
+
+def _upload_big(client, job_id: int, reference: str, query: str = ""):
+    form = {"pilot_reference": reference, "stdout": upload("std.out", BIG)}
+    return client.post(f"/api/v1/jobs/{job_id}/output/{query}", form, format="multipart")
+
+
+def test_an_upload_from_another_credential_is_refused_before_its_body_is_read(
+    api, users, pilot, running, spooled
+):
+    assert _upload_big(_with_token(users["bob"]), running, "p-1").status_code == 403
+    staff = _upload_big(_with_token(users["admin"]), running, "p-1")
+    assert staff.status_code == 403
+    assert spooled == []  # no file part was ever spooled
+    assert not SandboxFile.objects.exists()
+    # The job's own pilot: its body is read, its file spooled and staged.
+    assert _upload_big(pilot.api, running, "p-1").status_code == 200
+    assert spooled == ["stdout"]
+
+
+def test_an_upload_naming_another_pilot_in_its_query_is_refused_before_its_body_is_read(
+    pilot, running, spooled
+):
+    r = _upload_big(pilot.api, running, "p-2", query="?pilot_reference=p-2")
+    assert r.status_code == 403
+    assert spooled == []
+    same = _upload_big(pilot.api, running, "p-1", query="?pilot_reference=p-1")
+    assert same.status_code == 200, same.content
+    other = _upload_big(pilot.api, running, "p-2", query="?pilot_reference=p-1")
+    assert other.status_code == 400 and "pilot_reference" in other.json()
+
+
+def test_a_signed_in_browser_may_not_upload_outputs_and_its_body_is_never_read(
+    users, running, spooled
+):
+    browser = APIClient(enforce_csrf_checks=True)
+    browser.force_login(users["alice"])
+    browser.get("/jobs/")  # the CSRF cookie, as a page sets it
+    token = browser.cookies["csrftoken"].value
+    form = {"pilot_reference": "p-1", "stdout": upload("std.out", BIG)}
+    r = browser.post(
+        f"/api/v1/jobs/{running}/output/", form, format="multipart", HTTP_X_CSRFTOKEN=token
+    )
+    assert r.status_code in (401, 403)
+    assert spooled == []
