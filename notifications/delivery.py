@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import connection
-from django.db.models import Q
+from django.db.models import F, Q, Window
+from django.db.models.functions import RowNumber
 from django.urls import reverse
 from django.utils import timezone
 
@@ -115,15 +116,18 @@ def send(n: Notice, limits: Limits) -> str | None:
 
 
 def due(limit: int) -> list[Notice]:
-    """Notices to try now: new ones, failed ones whose wait is over, stale `sending` ones."""
+    """Notices to try now: new ones, failed ones whose wait is over, stale `sending` ones,
+    oldest first; at most a quarter of them of one user's channel, so that a backlog of one
+    user's (a dead webhook's retries) never fills the run and leaves the others out."""
     now = timezone.now()
-    return list(
-        Notice.objects.filter(
-            Q(state=Notice.State.PENDING)
-            | Q(state=Notice.State.FAILED, next_attempt__lte=now)
-            | Q(state=Notice.State.SENDING, updated__lt=now - SENDING_STALE)
-        ).order_by("id")[:limit]
+    ready = Notice.objects.filter(
+        Q(state=Notice.State.PENDING)
+        | Q(state=Notice.State.FAILED, next_attempt__lte=now)
+        | Q(state=Notice.State.SENDING, updated__lt=now - SENDING_STALE)
     )
+    turn = Window(RowNumber(), partition_by=[F("user_id"), F("channel")], order_by=F("id").asc())
+    ready = ready.annotate(turn=turn).filter(turn__lte=max(limit // 4, 1))
+    return list(ready.order_by("id")[:limit])
 
 
 def claim(n: Notice) -> bool:

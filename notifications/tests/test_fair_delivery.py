@@ -99,3 +99,23 @@ def test_a_run_starts_no_send_after_its_budget_and_ends_soon_after(users, submit
     assert took < 2 + 1.2  # the budget, then the sends under way end within their timeout
     assert Notice.objects.filter(attempts=2).count() <= 8  # four at once, at most two rounds
     assert Notice.objects.filter(state="failed", attempts=1).count() >= 4
+
+
+def test_one_users_backlog_does_not_fill_a_run_and_leave_another_users_notice_out(
+    users, submit, end, run, fast
+):
+    gdpconfig.set_value("WebhookAllowedNetworks", ["127.0.0.1"])
+    alices = Receiver("127.0.0.1")
+    try:
+        _ended(users, submit, end, "alice", alices.url, 12)
+        _gone_slow(alices, run)  # twelve retries due, older than anything else
+        alices.delay = 0.0
+        gdpconfig.set_value("NotificationBatch", 10)
+        [bobs] = _ended(users, submit, end, "bob", fast.url, 1)
+
+        run()
+
+        assert [b["json"]["id"] for b in fast.bodies] == [bobs]
+        assert len(alices.bodies) == 2  # a quarter of the run's ten; the rest next time
+    finally:
+        alices.close()
