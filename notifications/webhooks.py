@@ -112,13 +112,14 @@ def _kind(ip: IP) -> str | None:
 
 
 def refusal(ip: IP, allowed: Allowed) -> str | None:
-    """Why a webhook may not reach `ip` (None: it may)."""
+    """Why a webhook may not reach `ip` (None: it may). An IPv6 address that carries an IPv4
+    one is judged by where it leads: ::ffff:127.0.0.1 is loopback, ::ffff:8.8.8.8 public."""
     if allowed.address(ip):
         return None
-    inner = _embedded_ipv4(ip)
-    if inner is not None and allowed.address(inner):
-        return None
-    return _kind(ip) or (_kind(inner) if inner is not None else None)
+    inner = None if ip.is_loopback or ip.is_unspecified else _embedded_ipv4(ip)
+    if inner is not None:
+        return None if allowed.address(inner) else _kind(inner)
+    return _kind(ip)
 
 
 def literal(host: str) -> IP | None:
@@ -154,7 +155,7 @@ def check_saved(url: str) -> None:
     if not url:
         return
     try:
-        host = urlsplit(url).hostname
+        host = (urlsplit(url).hostname or "").rstrip(".")
     except ValueError:
         return  # the URL validator names what is wrong
     if not host:
@@ -173,8 +174,9 @@ def check_saved(url: str) -> None:
         kind = refusal(address, allowed)
         if kind:
             shown = host if host == str(address) else f"{host} ({address})"
+            article = "an" if kind[0] in "aeiou" else "a"
             raise ValidationError(
-                f"{shown} is a {kind} address: a webhook must reach a public address",
+                f"{shown} is {article} {kind} address: a webhook must reach a public address",
                 code="webhook_address",
             )
 
@@ -183,7 +185,7 @@ def permitted_address(host: str, port: int, allowed: Allowed) -> IP:
     """The address to connect to, resolved now and checked: Refused if any address the name
     stands for is not allowed (a name that answers with a public and a local address is not
     followed either)."""
-    ip = literal(host)
+    ip = literal(host.rstrip("."))
     addresses = [ip] if ip is not None else resolve(host, port)
     if not addresses:
         raise OSError("no address")

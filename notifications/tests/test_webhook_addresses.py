@@ -39,6 +39,10 @@ LOCAL = [
     "http://239.255.255.250/",
     "http://169.254.1.1/",
     "http://localhost:8000/",
+    "http://localhost./",
+    "http://127.0.0.1./",
+    "http://[::127.0.0.1]/",
+    "http://[64:ff9b::a9fe:a9fe]/",  # 169.254.169.254 through NAT64
     "https://user:secret@127.0.0.1/hook",
 ]
 
@@ -130,9 +134,30 @@ def test_a_name_that_resolves_to_a_local_address_is_refused_when_saved(
     assert address in str(r.data["webhook_url"])
 
 
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("http://[::ffff:127.0.0.1]/", "a loopback"),
+        ("http://169.254.169.254/", "a link-local"),
+        ("http://100.64.0.1/", "a shared (carrier-grade NAT)"),
+        ("http://0.0.0.0/", "an unspecified"),
+        ("http://[ff02::1]/", "a multicast"),
+        ("http://192.168.1.1/", "a private"),
+    ],
+)
+def test_the_refusal_says_what_kind_of_address_it_is(users, api, url, kind):
+    r = api(users["alice"]).patch(PREFS, {"webhook_url": url}, format="json")
+    assert r.status_code == 400 and f"{kind} address" in str(r.data["webhook_url"]), r.data
+
+
 def test_a_public_address_or_a_name_that_resolves_to_one_is_accepted(users, api, resolving):
     resolving({"hooks.example.org": "93.184.216.34"})
-    for url in ("https://hooks.example.org/x", "http://93.184.216.34:8080/", "http://[2606::1]/"):
+    for url in (
+        "https://hooks.example.org/x",
+        "http://93.184.216.34:8080/",
+        "http://[2606::1]/",
+        "http://[::ffff:93.184.216.34]/",
+    ):
         r = api(users["alice"]).patch(PREFS, {"webhook_url": url}, format="json")
         assert r.status_code == 200, (url, r.data)
 
