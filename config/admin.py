@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from config.login import AdminLoginForm
 from config.models import CycleRun, ParameterValue
 
 
@@ -16,3 +17,7 @@ class ParameterValueAdmin(admin.ModelAdmin):
 class CycleRunAdmin(admin.ModelAdmin):
     list_display = ("kind", "started", "finished", "status")
     list_filter = ("kind", "status")
+
+
+# The admin's own login counts and refuses failed logins as the login page does.
+admin.site.login_form = AdminLoginForm

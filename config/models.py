@@ -87,3 +87,23 @@ class SimulationClock(models.Model):
 
     def __str__(self) -> str:
         return f"{'running' if self.running else 'paused'} at {self.speed:g}x"
+
+
+class ThrottleWindow(models.Model):
+    """How many requests of a kind (`scope`) one key (an account, an address, a user) made in
+    the window that began at `started`: shared by every process and host, counted by one upsert
+    (config/throttling.py), so more workers do not mean more attempts."""
+
+    scope = models.CharField(max_length=16)
+    key = models.CharField(max_length=150)
+    started = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "key"], name="throttle_window_unique")
+        ]
+        indexes = [models.Index(fields=["scope", "started"], name="throttle_window_started")]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.key}: {self.count} since {self.started:%H:%M:%S}"

@@ -94,3 +94,71 @@ DEFAULT_SETUP = register(
         check=_setup_name,
     )
 )
+
+# Throttling (config/throttling.py): counted in the database, so the limits hold across every
+# worker process and host. 0 turns a limit off.
+AUTH_FAILURES_PER_ACCOUNT = register(
+    Param(
+        name="AuthFailuresPerAccount",
+        kind=INT,
+        default=10,
+        minimum=0,
+        maximum=1000000,
+        category="security",
+        help=(
+            "Failed logins (token endpoint, login page, admin) on one user name within "
+            "AuthFailureWindowSeconds after which that user name's logins answer 429 with "
+            "Retry-After until the window ends, the right password included. A successful "
+            "login clears the count. 0: no limit."
+        ),
+    )
+)
+
+AUTH_FAILURES_PER_ADDRESS = register(
+    Param(
+        name="AuthFailuresPerAddress",
+        kind=INT,
+        default=50,
+        minimum=0,
+        maximum=1000000,
+        category="security",
+        help=(
+            "Failed logins from one client address (REMOTE_ADDR: behind a proxy, the proxy's), "
+            "whatever the user names, within AuthFailureWindowSeconds after which logins from "
+            "that address answer 429 with Retry-After until the window ends. 0: no limit."
+        ),
+    )
+)
+
+AUTH_FAILURE_WINDOW_SECONDS = register(
+    Param(
+        name="AuthFailureWindowSeconds",
+        kind=INT,
+        default=900,
+        minimum=1,
+        maximum=86400,
+        unit="s",
+        category="security",
+        help=(
+            "The window failed logins are counted in: it begins at the first failure, and a "
+            "refused account or address is taken again when it ends."
+        ),
+    )
+)
+
+API_USER_RATE_PER_MINUTE = register(
+    Param(
+        name="ApiUserRatePerMinute",
+        kind=INT,
+        default=1200,
+        minimum=0,
+        maximum=1000000,
+        unit="requests/min",
+        category="security",
+        help=(
+            "API requests one user may make per minute (a window from the first); beyond it "
+            "429 with Retry-After. The pilots' calls (match, registration, status reports, "
+            "heartbeats, sandboxes) are not counted. 0: no limit."
+        ),
+    )
+)

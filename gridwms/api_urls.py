@@ -1,13 +1,13 @@
 """/api/v1/: one router for the routes every app declares in its api/urls.py."""
 
 from django.urls import path
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from accounting.api.urls import routes as accounting_routes
 from brokerage.api.urls import routes as brokerage_routes
 from classads.api.urls import routes as classads_routes
 from config.api.urls import routes as config_routes
+from config.api.views import ObtainTokenView
 from matcher.api.urls import routes as matcher_routes
 from monitoring.api.urls import routes as monitoring_routes
 from notifications.api.urls import routes as notifications_routes
@@ -43,6 +43,6 @@ router = DefaultRouter()
 for prefix, viewset, basename in routes:
     router.register(prefix, _extended(prefix, viewset), basename=basename)
 urlpatterns = [
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", ObtainTokenView.as_view(), name="api-token"),
     *router.urls,
 ]

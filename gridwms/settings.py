@@ -295,6 +295,9 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": [
         "config.api.codec.OrjsonRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
+    # Per-user API rate, gdpconfig ApiUserRatePerMinute, counted in the database so that it
+    # holds across processes and hosts; pilots' routes are not counted (config/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["config.throttling.ApiUserRateThrottle"],
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["config.filters.StrictFilterBackend"],

@@ -7,6 +7,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from config import health, metrics, refresh
+from config.login import LoginView
 
 
 class FaviconRedirect(RedirectView):
@@ -29,7 +30,7 @@ urlpatterns = [
     # routes, not the pages of the same names.
     path("api/v1/", include(("gridwms.api_urls", "api"), namespace="api")),
     path("admin/", admin.site.urls),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

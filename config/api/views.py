@@ -1,10 +1,13 @@
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, viewsets
+from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from config import gdpconfig
+from config import gdpconfig, throttling
 from config.api.export import ExportMixin
 from config.api.fields import RejectUnknownFieldsMixin
 from config.cycle_filters import CycleRunFilterSet
@@ -133,3 +136,50 @@ class CycleRunViewSet(ExportMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = CycleRunSerializer
     filterset_class = CycleRunFilterSet
     export_name = "cycle-runs"
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False)
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField()
+
+
+class ObtainTokenView(APIView):
+    """A user's API token for a user name and password. Failed logins are counted by user name
+    and by address (config/throttling.py): past the limits, 429 with Retry-After."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    throttle_classes = []  # the failed-login throttle counts here, per account and address
+
+    @extend_schema(
+        request=TokenRequestSerializer,
+        responses={
+            200: TokenSerializer,
+            400: OpenApiResponse(description="a field missing or too long, named"),
+            401: OpenApiResponse(description="wrong user name or password"),
+            429: OpenApiResponse(description="too many failed logins: see Retry-After"),
+        },
+    )
+    def post(self, request):
+        body = TokenRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            user = throttling.authenticate(
+                request._request, body.validated_data["username"], body.validated_data["password"]
+            )
+        except throttling.LoginsRefused as refused:
+            return Response(
+                {"detail": refused.message}, status=429, headers={"Retry-After": refused.seconds}
+            )
+        if user is None:
+            return Response(
+                {"detail": "Unable to log in with the user name and password given."},
+                status=401,
+                headers={"WWW-Authenticate": "Token"},
+            )
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})

@@ -152,8 +152,7 @@ def test_the_readme_api_calls_work_against_the_production_server(server):
 def test_health_answers_200_through_the_production_server(server):
     status, _, body = call(server["base"], "GET", "/healthz")
     report = json.loads(body)
-    assert status == 200 and report["status"] == "ok", report
-    assert report["cluster"]["ok"] and report["migrations"]["ok"]
+    assert status == 200 and report == {"status": "ok", "failing": []}, report
 
 
 def test_static_files_are_served_from_the_manifest_hashed_and_cached_for_a_year(server):
