@@ -173,7 +173,9 @@ class ObtainTokenView(APIView):
             )
         except throttling.LoginsRefused as refused:
             return Response(
-                {"detail": refused.message}, status=429, headers={"Retry-After": refused.seconds}
+                {"detail": refused.message},
+                status=429,
+                headers={"Retry-After": str(refused.seconds)},
             )
         if user is None:
             return Response(

@@ -1,6 +1,8 @@
 """Failed logins are throttled by account and by address, on the token endpoint and the login
 page alike (429 with Retry-After), and the API's per-user rate is the operator's to set."""
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -194,3 +196,26 @@ def test_failures_from_windows_long_over_are_forgotten(alice):
     token_attempt("wrong", username="someone-new")  # a new window: the old are cleared
     assert not ThrottleWindow.objects.filter(key="someone-once").exists()
     assert ThrottleWindow.objects.filter(key="someone-new").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_wrong_passwords_from_several_workers_get_exactly_the_accounts_allowance(
+    django_user_model,
+):
+    """Each thread has its own database connection, as each worker process has: the count is
+    the database's, so running attempts side by side wins no extra ones."""
+    from django.db import connections
+
+    django_user_model.objects.create_user("alice", password=PASSWORD)
+    start = threading.Barrier(8)
+
+    def attempts(worker):
+        try:
+            start.wait()
+            return [token_attempt(f"guess-{worker}-{i}").status_code for i in range(4)]
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = [s for worker in pool.map(attempts, range(8)) for s in worker]
+    assert sorted(statuses) == [401] * 10 + [429] * 22
