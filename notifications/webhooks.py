@@ -211,13 +211,18 @@ def _pinned(cls, address: str):
     return Pinned
 
 
-def _cut(connection: http.client.HTTPConnection) -> None:
-    sock = connection.sock
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+def _cut(connection: http.client.HTTPConnection, done: threading.Event) -> None:
+    """At the deadline: hang up, or, while the connection is still being made, as soon as
+    it is (its connect has the time left as its own timeout)."""
+    while not done.is_set():
+        sock = connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        done.wait(0.05)
 
 
 def post(url: str, data: dict, timeout: float, allowed: Allowed) -> None:
@@ -233,7 +238,8 @@ def post(url: str, data: dict, timeout: float, allowed: Allowed) -> None:
         http.client.HTTPSConnection if https else http.client.HTTPConnection, str(address)
     )
     connection = cls(host, port, timeout=timeout)
-    deadline = threading.Timer(timeout, _cut, args=(connection,))
+    done = threading.Event()
+    deadline = threading.Timer(timeout, _cut, args=(connection, done))
     deadline.daemon = True
     deadline.start()
     try:
@@ -246,6 +252,7 @@ def post(url: str, data: dict, timeout: float, allowed: Allowed) -> None:
         )
         status = connection.getresponse().status
     finally:
+        done.set()
         deadline.cancel()
         connection.close()
     if not 200 <= status < 300:

@@ -1,6 +1,8 @@
 """A slow or dead webhook delays only its own notices: a run sends several at once, a few at a
 time to one host and for a bounded time per host, and ends within its own budget."""
 
+import socket
+import threading
 import time
 
 import pytest
@@ -119,3 +121,31 @@ def test_one_users_backlog_does_not_fill_a_run_and_leave_another_users_notice_ou
         assert len(alices.bodies) == 2  # a quarter of the run's ten; the rest next time
     finally:
         alices.close()
+
+
+def test_a_webhook_that_answers_a_byte_at_a_time_is_cut_off_at_its_timeout(
+    users, submit, end, run, slow
+):
+    trickler = socket.socket()
+    trickler.bind(("127.0.0.1", 0))
+    trickler.listen()
+
+    def trickle():
+        peer, _ = trickler.accept()
+        peer.recv(65536)
+        try:
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"x" * 40:
+                peer.send(bytes([byte]))
+                time.sleep(0.2)  # within the socket's timeout each time
+        except OSError:
+            pass  # cut off
+        peer.close()
+
+    threading.Thread(target=trickle, daemon=True).start()
+    [job] = _ended(users, submit, end, "alice", f"http://127.0.0.1:{trickler.getsockname()[1]}/", 1)
+
+    _, took = _timed(run)
+    trickler.close()
+
+    assert Notice.objects.get(object_id=job).error == "could not connect"
+    assert took < 2.5  # WebhookTimeoutSeconds (1 s) in all, not per byte
