@@ -1,4 +1,5 @@
-# gridwms: `make run` (dashboard on SQLite with a demo world), `make test` (the whole suite) and
+# gridwms: `make run` (dashboard with a demo world, on the checkout's embedded PostgreSQL unless
+# DATABASE_URL names a server), `make test` (the whole suite) and
 # `make serve` (production: gunicorn and the workers; SECRET_KEY and DATABASE_URL required).
 PY ?= python3
 VENV = .venv
@@ -6,7 +7,7 @@ BIN = $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run serve worker test test-pg lint bench clean
+.PHONY: install run serve worker test lint bench db-start db-stop clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,12 +25,9 @@ install: $(BIN)/.installed
 
 # Migrate, load the demo world once, create the schedules, then run the django-q2 cluster and
 # the web server together; Ctrl-C stops both.
+# Without DATABASE_URL the embedded PostgreSQL (.pgdata/) is started first and stopped with Ctrl-C;
+# a second `make run` reuses its data.
 run: $(BIN)/.installed
-	$(BIN)/python manage.py migrate --no-input -v0
-	$(BIN)/python manage.py demo --if-empty --local-url http://$(HOST):$(PORT)
-	$(BIN)/python manage.py brokerage_demo --if-empty
-	$(BIN)/python manage.py setup_schedules
-	@echo "gridwms on http://$(HOST):$(PORT)/  (admin / admin; users alice, bob, carol, dave, erin / gridwms)"
 	HOST=$(HOST) PORT=$(PORT) bash scripts/run.sh
 
 # Production on one host: migrate, collectstatic, gunicorn and the django-q2 cluster, DEBUG off
@@ -50,8 +48,15 @@ lint: $(BIN)/.installed
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /tmp/gridwms-openapi.yml
 
+# The embedded PostgreSQL by hand (manage.py commands without DATABASE_URL need it running).
+db-start: $(BIN)/.installed
+	$(BIN)/python -m gridwms.embedded_pg start
+
+db-stop: $(BIN)/.installed
+	$(BIN)/python -m gridwms.embedded_pg stop
+
 bench: $(BIN)/.installed
 	$(BIN)/python bench/load.py --scale small
 
-clean:
-	rm -rf $(VENV) db.sqlite3 staticfiles *.egg-info
+clean: db-stop
+	rm -rf $(VENV) .pgdata staticfiles *.egg-info

@@ -1,13 +1,47 @@
 """Fixtures shared by every app's tests: the demo world, its users, API clients."""
 
+import os
+
 import pytest
+from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from config import clock, gdpconfig
 
+# The suite's cache lifetimes and background work, set as a site would set them: every process
+# sees its own and the others' changes at once, and housekeeping runs in the caller's thread, so
+# that a test reads straight. Tests marked `production_lifetimes` run with the production values
+# (the settings' defaults), which they prove as bounds. Servers a test starts get the same values
+# through the environment (suite_environment).
+SUITE_SETTINGS = {
+    "TASKQUEUE_VIEW_REFRESH_SECONDS": 0.0,
+    "GDPCONFIG_REFRESH_SECONDS": 0.0,
+    "API_TOKEN_CACHE_SECONDS": 0.0,
+    "TOPOLOGY_CACHE_SECONDS": 0.0,
+    "HOUSEKEEPING_IN_BACKGROUND": False,
+}
+PRODUCTION_SETTINGS = {name: getattr(django_settings, name) for name in SUITE_SETTINGS}
+
+
+def suite_environment() -> dict[str, str]:
+    """SUITE_SETTINGS as the environment variables the settings read (for servers and hosts a
+    test starts in other processes)."""
+    return {k: str(int(v)) if isinstance(v, bool) else str(v) for k, v in SUITE_SETTINGS.items()}
+
+
+# Processes a test starts (servers, spawned workers) read their settings from the environment.
+os.environ.update(suite_environment())
+
 
 @pytest.fixture(autouse=True)
-def _fresh_process_state():
+def _suite_settings(request, settings):
+    production = request.node.get_closest_marker("production_lifetimes") is not None
+    for name, value in (PRODUCTION_SETTINGS if production else SUITE_SETTINGS).items():
+        setattr(settings, name, value)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_state(_suite_settings):
     """Each test starts with no cached parameter values and the real clock."""
     from matcher import dispatcher, topology
     from pilots import registry as pilot_registry
@@ -15,12 +49,15 @@ def _fresh_process_state():
     gdpconfig.invalidate()
     dispatcher.invalidate_cache()
     pilot_registry.forget_all()
-    topology._snapshot["at"] = None
-    topology._groups.clear()
+    topology.invalidate()
     clock.reset()
     yield
     gdpconfig.invalidate()
     clock.reset()
+    # A test that ran housekeeping in the background ends with its thread and connection.
+    from matcher.housekeeping import housekeeper
+
+    housekeeper.stop()
 
 
 @pytest.fixture

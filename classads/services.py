@@ -34,7 +34,7 @@ from shares.models import GridGroup
 
 log = logging.getLogger(__name__)
 
-CHUNK = 5000  # ids per IN (...) list: SQLite allows 32,766 variables a statement
+CHUNK = 5000  # ids per IN (...) list: a statement's parameters stay few
 
 
 class JobAdActionError(Exception):
@@ -449,6 +449,11 @@ def _write_matches(matches, idle, job_ads, site_rows, sites) -> dict:
     return {"matched": len(decided) - held, "held": held, "lost": lost, "node_jobs": node_jobs}
 
 
+# Rows per UPDATE … FROM (VALUES …): large enough to save round trips, far below PostgreSQL's
+# 65,535 parameters per statement.
+OUTCOME_CHUNK = 2000
+
+
 def _set_outcomes(rows: list[tuple], now) -> None:
     """Write each claimed ad's match in bulk: (status, hold_reason, site_ad_id, site_ad_name,
     site, rank, match_attrs JSON, id). Every row differs (its Rank, its expansions), and
@@ -456,13 +461,19 @@ def _set_outcomes(rows: list[tuple], now) -> None:
     from config import db
 
     columns = ["status", "hold_reason", "site_ad_id", "site_ad_name", "site", "rank"]
-    # Typed VALUES on PostgreSQL: a NULL site ad or a text JSON would not fit the columns.
+    columns.append("match_attrs")
+    # Typed VALUES: a NULL site ad or a text JSON would not fit the columns.
     casts = [None, None, "bigint", None, None, "double precision", "jsonb", "bigint"]
-    at = connection.ops.adapt_datetimefield_value(now)
+    sets = ", ".join([f"{c} = v.{c}" for c in columns] + ["matched = %s"])
     with connection.cursor() as cur:
-        db.update_from_values(
-            cur, JobAd, [*columns, "match_attrs"], rows, casts=casts, same={"matched": at}
-        )
+        for start in range(0, len(rows), OUTCOME_CHUNK):
+            chunk = rows[start : start + OUTCOME_CHUNK]
+            cur.execute(
+                f"UPDATE {JobAd._meta.db_table} t SET {sets} "
+                f"FROM (VALUES {db.values_sql(casts, len(chunk))}) "
+                f"AS v({', '.join([*columns, 'id'])}) WHERE t.id = v.id",
+                [now, *[x for row in chunk for x in row]],
+            )
 
 
 # --- the matchmaker monitor ---------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Running background cycles: one at a time per kind, each recorded as a CycleRun.
 
 The lock is the row itself: a partial unique constraint allows one `running` CycleRun per kind,
-so claiming a cycle is inserting that row. On PostgreSQL a session advisory lock is taken too;
-it dies with the process, so a run left `running` by a crashed worker is recognised at once
-(we hold the advisory lock, hence nobody else is running) and marked abandoned. On SQLite a
+so claiming a cycle is inserting that row. A session advisory lock is taken too; it dies with
+the process, so a run left `running` by a crashed worker is recognised at once (we hold the
+advisory lock, hence nobody else is running) and marked abandoned. Without the lock, a
 `running` row older than CycleStaleSeconds is taken to be dead.
 """
 
@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from config import clock, db, gdpconfig
 from config.models import CycleRun
@@ -58,7 +58,7 @@ def _advisory_key(kind: str) -> int:
 
 
 def _try_advisory_lock(kind: str) -> bool:
-    return db.try_advisory_lock(_advisory_key(kind))  # always True on SQLite
+    return db.try_advisory_lock(_advisory_key(kind))
 
 
 def _advisory_unlock(kind: str) -> None:
@@ -68,7 +68,7 @@ def _advisory_unlock(kind: str) -> None:
 def _claim(kind: str, holds_advisory_lock: bool) -> CycleRun | None:
     now = clock.now()
     stale = CycleRun.objects.filter(kind=kind, status=CycleRun.Status.RUNNING)
-    if not (holds_advisory_lock and connection.vendor == "postgresql"):
+    if not holds_advisory_lock:
         stale = stale.filter(
             # In the simulated grid, a real-time limit: its clock runs `speed` times faster.
             started__lt=now

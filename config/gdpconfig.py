@@ -4,7 +4,7 @@ A parameter is declared once, in code, with its type, default, unit, help and va
 (`register`). Its value is stored as versions (`ParameterValue`: who, when, comment); the active
 value is the newest version, or the default when there is none. Reads are cheap from any process:
 each process keeps the active values in memory and re-reads them only when the table's newest
-row id has changed, checked at most every REFRESH_SECONDS.
+row id has changed, checked at most every `settings.GDPCONFIG_REFRESH_SECONDS` (2 s).
 """
 
 from __future__ import annotations
@@ -369,7 +369,6 @@ def family_members() -> list[Param]:
 
 # --- the per-process cache of active values ----------------------------------------------------
 
-REFRESH_SECONDS = 0.0 if getattr(settings, "TESTING", False) else 2.0
 _lock = threading.Lock()
 _cache: dict[str, Any] = {}
 _cache_marker: tuple[int, int] | None = None
@@ -409,7 +408,7 @@ def _active_values() -> dict[str, Any]:
     global _cache, _cache_marker, _checked_at
     now = time.monotonic()
     with _lock:
-        if _cache_marker is not None and now - _checked_at < REFRESH_SECONDS:
+        if _cache_marker is not None and now - _checked_at < settings.GDPCONFIG_REFRESH_SECONDS:
             return _cache
         try:
             marker = _marker()

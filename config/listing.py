@@ -70,8 +70,7 @@ class SortFilter(django_filters.OrderingFilter):
     broken by id in the same direction. A column of a related row (`owner__username`) is
     sorted by an annotation of the row itself (`sort_owner`), which the API's cursor
     pagination can read back from the last row of a page; so is a nullable column, named in
-    `nulls` with the value that stands for NULL (the cursor cannot carry a NULL, and SQLite
-    and PostgreSQL place NULLs at opposite ends)."""
+    `nulls` with the value that stands for NULL (the cursor cannot carry a NULL)."""
 
     def __init__(self, *args, nulls=None, **kwargs):
         kwargs.setdefault("label", "Sort by")

@@ -1,7 +1,7 @@
 """gridwms settings (the project root, gridwms/): one module, driven by the environment.
 
-SQLite is the default so that a fresh checkout runs with no service; set DATABASE_URL
-(postgres://...) for PostgreSQL, which production and the concurrency tests use.
+PostgreSQL is the only database engine: DATABASE_URL names the server, and without it the
+checkout's embedded server is used (gridwms/embedded_pg.py), so a fresh clone needs no service.
 """
 
 import os
@@ -14,6 +14,7 @@ from pathlib import Path
 import dj_database_url
 
 from config.logs import logging_config
+from gridwms import embedded_pg
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -34,6 +35,9 @@ def env_float(name: str, default: float) -> float:
 
 
 DEBUG = env_bool("DEBUG", True)
+# The test suite (or a server it starts, GRIDWMS_TESTING=1): here and nowhere else, only to pick
+# a fast password hasher, a sandbox directory of its own and to keep production's refusals off.
+# Cache lifetimes and background work are ordinary settings (below) the suite sets like any site.
 TESTING = env_bool("GRIDWMS_TESTING", "pytest" in sys.modules)
 # Production: DEBUG off outside the test suite (`make serve`, gunicorn -c gridwms/gunicorn.conf.py).
 PRODUCTION = not DEBUG and not TESTING
@@ -153,52 +157,29 @@ TEMPLATES = [
     },
 ]
 
-# --- Databases -------------------------------------------------------------------------------
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{os.environ.get('SQLITE_PATH', BASE_DIR / 'db.sqlite3')}",
-        conn_max_age=0,
-    )
-}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # IMMEDIATE takes the write lock at BEGIN, so concurrent writers queue on busy_timeout
-    # instead of failing a deferred-transaction lock upgrade ("database is locked").
-    DATABASES["default"]["OPTIONS"] = {
-        "transaction_mode": "IMMEDIATE",
-        "timeout": 20,
-        "init_command": (
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"
-        ),
+# --- Database: PostgreSQL, the only engine ------------------------------------------------------
+# DATABASE_URL names the server (production, CI's own). Unset, the checkout's embedded server
+# (gridwms/embedded_pg.py: `.pgdata/`, a Unix socket), which `make run` and `make test` start.
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL or embedded_pg.url(), conn_max_age=0)}
+# Django turns psycopg's prepared statements off (for external poolers); the matcher's hot
+# statements are prepared explicitly, so only switch automatic preparation off (a threshold
+# never reached) instead of disabling it.
+DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 10**9
+# A server that does not answer fails the request in seconds (a 503, below), not after the
+# kernel's TCP timeout.
+DATABASES["default"]["OPTIONS"]["connect_timeout"] = env_int("DB_CONNECT_TIMEOUT", 5)
+if env_bool("DB_POOL", False):
+    # Bounded per process. A request waits at most DB_POOL_TIMEOUT seconds for a free
+    # connection, then answers 503 with Retry-After rather than queueing behind a burst.
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": env_int("DB_POOL_MIN_SIZE", 1),
+        "max_size": env_int("DB_POOL_MAX_SIZE", env_int("WEB_THREADS", 4)),
+        "timeout": env_float("DB_POOL_TIMEOUT", 5.0),
     }
-    # Tests use a file, not memory: the live server's threads and the pilot processes then
-    # share one database with WAL and the busy timeout, as in production.
-    DATABASES["default"]["TEST"] = {
-        "NAME": os.environ.get("SQLITE_TEST_PATH")
-        or str(Path(tempfile.gettempdir()) / f"gridwms-test-{os.getpid()}.sqlite3")
-    }
-    # The jobs' covering indexes (INCLUDE) are PostgreSQL's; SQLite builds them without the
-    # included columns, which is all it needs.
-    SILENCED_SYSTEM_CHECKS = ["models.W040"]
 else:
-    # PostgreSQL. Django turns psycopg's prepared statements off (for external poolers); the
-    # matcher's hot statements are prepared explicitly, so only switch automatic preparation
-    # off (a threshold never reached) instead of disabling it.
-    DATABASES["default"]["OPTIONS"] = {"prepare_threshold": 10**9}
-    # A server that does not answer fails the request in seconds (a 503, below), not after
-    # the kernel's TCP timeout.
-    DATABASES["default"]["OPTIONS"]["connect_timeout"] = env_int("DB_CONNECT_TIMEOUT", 5)
-    if env_bool("DB_POOL", False):
-        # Bounded per process. A request waits at most DB_POOL_TIMEOUT seconds for a free
-        # connection, then answers 503 with Retry-After rather than queueing behind a burst.
-        DATABASES["default"]["OPTIONS"]["pool"] = {
-            "min_size": env_int("DB_POOL_MIN_SIZE", 1),
-            "max_size": env_int("DB_POOL_MAX_SIZE", env_int("WEB_THREADS", 4)),
-            "timeout": env_float("DB_POOL_TIMEOUT", 5.0),
-        }
-    else:
-        # Persistent connections: a new one costs a pilot's request ~6 ms (connect + plan).
-        DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60)
-        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Persistent connections: a new one costs a pilot's request ~6 ms (connect + plan).
+    DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # A request that cannot reach the database (refused, down, the pool exhausted) answers 503 with
 # this Retry-After, in seconds (config.error_pages.database_unavailable).
 DB_RETRY_AFTER = env_int("DB_RETRY_AFTER", 5)
@@ -275,6 +256,17 @@ DATA_UPLOAD_MAX_NUMBER_FILES = 200
 FILE_UPLOAD_PERMISSIONS = 0o600
 FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 
+# --- How long a process trusts what it cached, and its background work ---------------------------
+# Each bounds how late a change made by another process is seen (README, Parameters): the
+# matcher's view of the TaskQueues, gdpconfig values, API tokens, the sites and CEs.
+TASKQUEUE_VIEW_REFRESH_SECONDS = env_float("TASKQUEUE_VIEW_REFRESH_SECONDS", 1.0)
+GDPCONFIG_REFRESH_SECONDS = env_float("GDPCONFIG_REFRESH_SECONDS", 2.0)
+API_TOKEN_CACHE_SECONDS = env_float("API_TOKEN_CACHE_SECONDS", 5.0)
+TOPOLOGY_CACHE_SECONDS = env_float("TOPOLOGY_CACHE_SECONDS", 5.0)
+# Dropping emptied TaskQueues and recomputing the priorities their groups are due: in a thread of
+# each process after the commit (on), or at once in the caller's thread (off).
+HOUSEKEEPING_IN_BACKGROUND = env_bool("HOUSEKEEPING_IN_BACKGROUND", True)
+
 # --- Cache shared by all processes (gdpconfig generation, throttles) ---------------------------
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -295,9 +287,6 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": [
         "config.api.codec.OrjsonRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
-    # Per-user API rate, gdpconfig ApiUserRatePerMinute, counted in the database so that it
-    # holds across processes and hosts; pilots' routes are not counted (config/throttling.py).
-    "DEFAULT_THROTTLE_CLASSES": ["config.throttling.ApiUserRateThrottle"],
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["config.filters.StrictFilterBackend"],
@@ -306,6 +295,9 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # Per-user API rate, gdpconfig ApiUserRatePerMinute, counted in the database so that it
+    # holds across processes and hosts; pilots' routes are not counted (config/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["config.throttling.ApiUserRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     # Anonymous visitors see the login page only (DESIGN §5), not even the API's description.

@@ -4,10 +4,9 @@ Jobs are generated from a few dozen requirement templates (so that they fall int
 number of TaskQueues), then written batch by batch, each batch one transaction holding the
 jobs, their TaskQueue memberships and their first status-history row, written by the job
 lifecycle's service (matcher.services.create_jobs): a load stopped mid-way leaves only whole
-jobs. SQLite gets executemany, its writes serialised. PostgreSQL gets COPY
-text made here, and two connections writing batches at once while this thread prepares the
-next one: most of the database's work (foreign-key checks at commit, index updates) runs on
-one core per connection. The tables are analysed at the end.
+jobs. It gets COPY text made here, and two connections write batches at once while this
+thread prepares the next one: most of the database's work (foreign-key checks at commit, index
+updates) runs on one core per connection. The tables are analysed at the end.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from django.db import connection, transaction
 from config import clock, db, gdpconfig
 from matcher import feasibility, taskqueues
 from matcher.dispatcher import ce_resources
-from matcher.lifecycle import ACTIVATED, NEW
+from matcher.lifecycle import ACTIVATED
 from matcher.models import ComputingElement, Site
 from matcher.services import enqueue, moves, submission
 from shares.models import User
@@ -218,60 +217,37 @@ def _copy_text(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[st
     return jobs, members, history
 
 
-def _rows(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[list, list, list]:
-    """The batch as parameter tuples (SQLite), in the order of the *_COLUMNS."""
-    fields = [_job_fields(t) for t in templates]
-    act, now = ACTIVATED, b.now
-    rows = list(zip(ids, b.templates, b.cpu, b.prio, b.tqs, strict=True))
-    jobs = []
-    for i, t, c, p, q in rows:
-        owner, group, kind, setup, *lists = fields[t]
-        name = f"{kind}-{i:07d}"
-        jobs.append(
-            (i, owner, group, name, setup, c, *lists, p, act, WAITING, q, "", "", 0, now, now)
-        )
-    members = [(i, q, p) for i, _, _, p, q in rows]
-    history = [(i, now, NEW, act, f"loaded; joined TaskQueue {q}") for i, *_, q in rows]
-    return jobs, members, history
-
-
 @dataclass
 class _Prepared:
-    """A batch ready to write. PostgreSQL: ids reserved and COPY data made beforehand, by the
-    thread that draws the batches, so that the writers' connections only COPY and commit."""
+    """A batch ready to write: ids reserved and COPY data made beforehand, by the thread that
+    draws the batches, so that the writers' connections only COPY and commit."""
 
     batch: _Batch
-    copy_data: list[bytes] | None = None
+    copy_data: list[bytes]
 
 
 def _prepare(batch: _Batch, templates: list[Template]) -> _Prepared:
-    if connection.vendor != "postgresql":
-        return _Prepared(batch)
     ids = moves.reserve_job_ids(len(batch.tqs))
     return _Prepared(batch, [text.encode() for text in _copy_text(ids, batch, templates)])
 
 
-def _write(prepared: _Prepared, templates: list[Template]) -> int:
+def _write(prepared: _Prepared) -> int:
     """One batch in one transaction, through the lifecycle's bulk path (moves.create_jobs):
     the jobs, their memberships, their history rows and the TaskQueues' per-priority counts
     (last, so that concurrent writers hold those rows only for the moment of their commit)."""
     batch = prepared.batch
     counts = Counter(zip(batch.tqs, batch.prio, strict=True))
+    jobs, members, history = prepared.copy_data
     with transaction.atomic(), connection.cursor() as cur:
-        if prepared.copy_data is not None:
-            jobs, members, history = prepared.copy_data
-        else:
-            ids = moves.reserve_job_ids(len(batch.tqs), cur)
-            jobs, members, history = _rows(ids, batch, templates)
         new = moves.NewJobs(ACTIVATED, JOB_COLUMNS, jobs, members, history, counts)
         moves.create_jobs(new, by=moves.SUBMISSION, cursor=cur)
     return len(batch.tqs)
 
 
-def _write_on_own_connection(prepared: _Prepared, templates: list[Template]) -> int:
+def _write_on_own_connection(prepared: _Prepared) -> int:
     # In a worker thread: Django gives the thread its own connection; close it afterwards.
     try:
-        return _write(prepared, templates)
+        return _write(prepared)
     finally:
         connection.close()
 
@@ -279,9 +255,9 @@ def _write_on_own_connection(prepared: _Prepared, templates: list[Template]) -> 
 def default_workers() -> int:
     """Batches written at once. PostgreSQL spends most of a load checking foreign keys and
     updating indexes, one core per connection: two connections keep two cores busy while
-    this thread prepares the next batch. SQLite serialises writes, and a caller's open
-    transaction (a test) is joined rather than bypassed: one at a time there."""
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
+    this thread prepares the next batch. A caller's open transaction (a test) is joined rather
+    than bypassed: one at a time then."""
+    if connection.in_atomic_block:
         return 1
     return max(1, min(LOAD_WORKERS, os.cpu_count() or 1))
 
@@ -357,7 +333,7 @@ def load_jobs(
     done = 0
     if workers <= 1 or connection.in_atomic_block:
         for prepared in batches():
-            done += _write(prepared, templates)
+            done += _write(prepared)
             if progress:
                 progress(done, n)
     else:
@@ -370,7 +346,7 @@ def load_jobs(
                         done += future.result()
                         if progress:
                             progress(done, n)
-                pending.add(pool.submit(_write_on_own_connection, prepared, templates))
+                pending.add(pool.submit(_write_on_own_connection, prepared))
             for future in as_completed(pending):
                 done += future.result()
                 if progress:

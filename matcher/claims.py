@@ -9,22 +9,23 @@ claims only a job that is still a member of the TaskQueue and still activated, a
 private pilot only from a TaskQueue of its owner or of a JobSharing group, as the database has
 it now.
 
-On PostgreSQL the draw is folded into the claim (`claim_in`): one statement, one round trip,
-reads the counts, draws the priority with the random numbers it is given (the same formula as
+The draw is folded into the claim (`claim_in`): one statement, one round trip, reads the
+counts, draws the priority with the random numbers it is given (the same formula as
 races.winning_user_priority), and claims. The two-statement way (counts, then claim) remains
-the fall-back when the drawn priority has no free job left, the SQLite path, and, with
-FOLD_DRAW off, the way the benchmark compares against.
+the fall-back when the drawn priority has no free job left and, with FOLD_DRAW off, the way the
+benchmark compares against.
+
+This module owns the claim's statements; their tables and job states come from the models and
+matcher/lifecycle.py, never spelt in the SQL.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, connection
 
 from config import clock
 from matcher import matching, races
@@ -38,7 +39,6 @@ from matcher.models import (
     TaskQueueJob,
     TaskQueuePriorityCount,
 )
-from matcher.services import add_to_counts
 from shares.models import GridGroup, User
 
 # The payload's JSON columns, decoded as the requirement lists are.
@@ -65,12 +65,8 @@ def _prepared_cursor():
 
 
 def _priority_counts(tq_id: int) -> dict[int, int]:
-    if connection.vendor == "postgresql":
-        with _prepared_cursor() as cur:
-            cur.execute(_COUNTS_SQL, [tq_id], prepare=True)
-            return dict(cur.fetchall())
-    with connection.cursor() as cur:  # on the hot path: no queryset to build
-        cur.execute(_COUNTS_SQL, [tq_id])
+    with _prepared_cursor() as cur:
+        cur.execute(_COUNTS_SQL, [tq_id], prepare=True)
         return dict(cur.fetchall())
 
 
@@ -103,16 +99,16 @@ def _claim(
 ) -> MatchedJob | None:
     """Claim one of the ten lowest free JobIDs at this priority; None if there is none."""
     fields = _claim_fields(resource, pilot_reference, pilot_id)
-    if connection.vendor == "postgresql":
-        try:
-            return _claim_postgresql(tq_id, priority, rng, fields)
-        except OperationalError:
-            return None  # failed (a lock or statement timeout, say): the next candidate
-    return _claim_orm(tq_id, priority, rng, fields)
+    try:
+        return _claim_one(tq_id, priority, rng, fields)
+    except OperationalError:
+        return None  # failed (a lock or statement timeout, say): the next candidate
 
 
-# The tables the claim statements name, from the models.
-TABLES = {
+# The tables and states the claim statements name, from the models and the lifecycle.
+NAMES = {
+    "activated": JobStatus.ACTIVATED.value,
+    "sent": JobStatus.SENT.value,
     "jobs": Job._meta.db_table,
     "history": JobStatusHistory._meta.db_table,
     "taskqueues": TaskQueue._meta.db_table,
@@ -163,21 +159,21 @@ WITH ten AS (
     UPDATE {counts} SET jobs = jobs - 1
     WHERE task_queue_id = %(tq)s AND user_priority = %(prio)s AND EXISTS (SELECT 1 FROM del)
 ), upd AS (
-    UPDATE {jobs} j SET status = 'sent', status_reason = %(reason)s,
+    UPDATE {jobs} j SET status = '{sent}', status_reason = %(reason)s,
         status_changed = %(now)s, site = %(site)s, grid_ce = %(grid_ce)s,
         pilot_reference = %(pilot_reference)s, pilot_id = %(pilot_id)s
-    FROM del WHERE j.id = del.job_id AND j.status = 'activated'
+    FROM del WHERE j.id = del.job_id AND j.status = '{activated}'
     RETURNING j.*
 ), hist AS (
     INSERT INTO {history} (job_id, at, from_status, to_status, reason)
-    SELECT id, %(now)s, 'activated', 'sent', %(reason)s FROM upd
+    SELECT id, %(now)s, '{activated}', '{sent}', %(reason)s FROM upd
 )
 SELECT (SELECT count(*) FROM del), {columns}, u.username, u.dn, g.name
 FROM (SELECT 1) one
 LEFT JOIN upd ON true
 LEFT JOIN {users} u ON u.id = upd.owner_id
 LEFT JOIN {groups} g ON g.id = upd.owner_group_id
-""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS), **TABLES)
+""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS), **NAMES)
 
 
 def _matched(row) -> MatchedJob:
@@ -193,7 +189,7 @@ def _matched(row) -> MatchedJob:
     return MatchedJob(owner=owner, owner_dn=dn, owner_group=group, requirements=reqs, **values)
 
 
-def _claim_postgresql(tq_id, priority, rng, fields) -> MatchedJob | None:
+def _claim_one(tq_id, priority, rng, fields) -> MatchedJob | None:
     params = {"tq": tq_id, "prio": priority, "r": rng.randrange(1 << 30), **fields}
     with _prepared_cursor() as cur:
         while True:
@@ -204,93 +200,6 @@ def _claim_postgresql(tq_id, priority, rng, fields) -> MatchedJob | None:
             if row[1] is not None:
                 return _matched(row[1:])
             # A stray membership of a job no longer waiting was removed: try again.
-
-
-def _claim_orm(tq_id, priority, rng, fields) -> MatchedJob | None:
-    """The same claim for SQLite, whose writes are serialised (BEGIN IMMEDIATE): it has no
-    row locks, so the PostgreSQL statement's lock order (job with membership) is moot here."""
-    while True:
-        with sqlite_turn():
-            found, took_any = _claim_orm_once(tq_id, priority, rng, fields)
-        if found is not None or not took_any:
-            return found
-        # Only stray memberships (jobs no longer waiting) were among the ten: look again.
-
-
-@contextmanager
-def sqlite_turn():
-    """Matchers on one SQLite file take turns through a file lock: waiting in SQLite's busy
-    handler backs off up to 100 ms a retry and lets newcomers pass, so a match could wait
-    seconds; a queue on flock keeps every wait short. (In-memory databases: nothing to do.)"""
-    name = str(connection.settings_dict["NAME"])
-    if (
-        connection.vendor != "sqlite"
-        or connection.in_atomic_block
-        or not name
-        or ":memory:" in name
-        or "mode=memory" in name
-    ):
-        yield
-        return
-    import fcntl
-
-    with open(f"{name}.matchlock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _claim_orm_once(tq_id, priority, rng, fields):
-    with transaction.atomic():
-        candidates = list(
-            TaskQueueJob.objects.select_for_update(skip_locked=True)
-            .filter(task_queue_id=tq_id, user_priority=priority)
-            .order_by("job_id")
-            .values_list("job_id", flat=True)[:CANDIDATE_JOBS]
-        )
-        rng.shuffle(candidates)
-        took_any = False
-        for job_id in candidates:
-            if TaskQueueJob.objects.filter(job_id=job_id).delete()[0] != 1:
-                continue  # taken meanwhile
-            took_any = True
-            add_to_counts(Counter({(tq_id, priority): -1}))
-            moved = Job.objects.filter(pk=job_id, status=JobStatus.ACTIVATED).update(
-                status=JobStatus.SENT,
-                status_reason=fields["reason"],
-                status_changed=fields["now"],
-                site=fields["site"],
-                grid_ce=fields["grid_ce"],
-                pilot_reference=fields["pilot_reference"],
-                pilot_id=fields["pilot_id"],
-            )
-            if moved != 1:
-                continue  # a stray membership of a job no longer waiting: dropped, go on
-            JobStatusHistory.objects.create(
-                job_id=job_id,
-                at=fields["now"],
-                from_status=JobStatus.ACTIVATED,
-                to_status=JobStatus.SENT,
-                reason=fields["reason"],
-            )
-            job = Job.objects.select_related("owner", "owner_group").get(pk=job_id)
-            return MatchedJob(
-                id=job.pk,
-                name=job.name,
-                owner=job.owner.get_username(),
-                owner_dn=job.owner.dn,
-                owner_group=job.owner_group.name,
-                setup=job.setup,
-                cpu_time=job.cpu_time,
-                user_priority=job.user_priority,
-                site=job.site,
-                grid_ce=job.grid_ce,
-                requirements=job.requirements(),
-                **{f: getattr(job, f) for f in PAYLOAD_FIELDS},
-            ), True
-    return None, took_any
 
 
 # --- the draw folded into the claim ------------------------------------------------------------
@@ -310,7 +219,7 @@ _ALLOWED_SQL = (
     "SELECT EXISTS (SELECT 1 FROM {taskqueues} t "
     "JOIN {groups} g ON g.id = t.owner_group_id "
     "WHERE t.id = %s AND (t.owner_id = %s OR g.job_sharing))"
-).format(**TABLES)
+).format(**NAMES)
 
 # The claim statement with the draw in front: `lv` the TaskQueue's counts, `win` the priority
 # whose key is smallest (the keys of races.winning_user_priority, with the uniforms passed in,
@@ -354,14 +263,14 @@ WITH lv AS (
     WHERE task_queue_id = %(tq)s AND user_priority = (SELECT p FROM win)
       AND EXISTS (SELECT 1 FROM del)
 ), upd AS (
-    UPDATE {jobs} j SET status = 'sent', status_reason = %(reason)s,
+    UPDATE {jobs} j SET status = '{sent}', status_reason = %(reason)s,
         status_changed = %(now)s, site = %(site)s, grid_ce = %(grid_ce)s,
         pilot_reference = %(pilot_reference)s, pilot_id = %(pilot_id)s
-    FROM del WHERE j.id = del.job_id AND j.status = 'activated'
+    FROM del WHERE j.id = del.job_id AND j.status = '{activated}'
     RETURNING j.*
 ), hist AS (
     INSERT INTO {history} (job_id, at, from_status, to_status, reason)
-    SELECT id, %(now)s, 'activated', 'sent', %(reason)s FROM upd
+    SELECT id, %(now)s, '{activated}', '{sent}', %(reason)s FROM upd
 )
 SELECT (SELECT count(*) FROM del), (SELECT p FROM win), (SELECT allowed FROM ok),
     (SELECT array_agg(p ORDER BY p) FROM lv), (SELECT array_agg(n ORDER BY p) FROM lv),
@@ -370,7 +279,7 @@ FROM (SELECT 1) one
 LEFT JOIN upd ON true
 LEFT JOIN {users} u ON u.id = upd.owner_id
 LEFT JOIN {groups} g ON g.id = upd.owner_group_id
-""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS), **TABLES)
+""".format(limit=CANDIDATE_JOBS, columns=", ".join(f"upd.{c}" for c in _JOB_COLUMNS), **NAMES)
 
 
 def _claim_fields(resource, pilot_reference: str, pilot_id: int | None = None) -> dict:
@@ -384,7 +293,7 @@ def _claim_fields(resource, pilot_reference: str, pilot_id: int | None = None) -
     }
 
 
-def _drawn_claim_postgresql(tq_id, uniforms, rng, mode, owner_id, fields):
+def _drawn_claim(tq_id, uniforms, rng, mode, owner_id, fields):
     """(Claimed, counts left to try) from the one-statement claim."""
     with _prepared_cursor() as cur:
         while True:
@@ -435,9 +344,9 @@ def claim_in(
     to the pilot `pilot_id`, whose credential alone may then report on it)."""
     uniforms = [1.0 - rng.random() for _ in range(USER_PRIORITIES)]
     owner_id = resource.owner_id if resource.private else None
-    if connection.vendor == "postgresql" and FOLD_DRAW:
+    if FOLD_DRAW:
         fields = _claim_fields(resource, pilot_reference, pilot_id)
-        claimed, counts = _drawn_claim_postgresql(tq_id, uniforms, rng, mode, owner_id, fields)
+        claimed, counts = _drawn_claim(tq_id, uniforms, rng, mode, owner_id, fields)
         if claimed.job is not None or not counts:
             return claimed
         waiting = claimed.waiting

@@ -98,14 +98,13 @@ def match_job(
 def _drop_quietly(tq_ids) -> None:
     """Housekeeping after a claim: a failure here must not lose the pilot its job (the cleanup
     cycle drops empty TaskQueues anyway). In the background after the commit, the TaskQueues
-    out of this process's draw meanwhile; in tests at once."""
+    out of this process's draw meanwhile; otherwise at once (HOUSEKEEPING_IN_BACKGROUND)."""
     tq_ids = list(tq_ids)
-    if housekeeping.BACKGROUND:
+    if housekeeping.in_background():
         transaction.on_commit(lambda: _park_and_drop(tq_ids))
         return
     try:
-        with claims.sqlite_turn():
-            drop_empty_taskqueues(tq_ids)
+        drop_empty_taskqueues(tq_ids)
     except DatabaseError:
         log.warning("could not drop empty TaskQueues %s now", tq_ids, exc_info=True)
 

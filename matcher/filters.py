@@ -13,8 +13,7 @@ from shares.models import GridGroup
 
 
 def _listed(field: str, value: str) -> Q:
-    # Lists are stored as canonical JSON; a quoted element matches exactly one entry and works
-    # on SQLite and PostgreSQL alike.
+    # Lists are stored as canonical JSON; a quoted element matches exactly one entry.
     return Q(**{f"{field}__icontains": json.dumps(value)})
 
 

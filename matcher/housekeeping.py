@@ -14,12 +14,13 @@ One daemon thread per process does both, on its own database connection, after t
 what asked for it. Should the process die first, nothing is lost that the cycles do not
 repair: `taskqueue_cleanup` drops empty TaskQueues and `priorities` takes the marks left.
 
-In tests (settings.TESTING) the work runs at once, in the caller's thread, as it always did
-(`BACKGROUND`; tests of the background path switch it on).
+With `settings.HOUSEKEEPING_IN_BACKGROUND` off, the work runs at once, in the caller's thread
+(a single-process tool that wants repeatable results, and most of the test suite).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -35,9 +36,12 @@ from matcher.models import PrioritiesDue
 
 log = logging.getLogger(__name__)
 
-BACKGROUND = not getattr(settings, "TESTING", False)
 RECOMPUTE_DELAY = 5.0  # seconds a group's mark waits; real time, not the simulated clock
 RETRY_SECONDS = 1.0
+
+
+def in_background() -> bool:
+    return settings.HOUSEKEEPING_IN_BACKGROUND
 
 
 class Housekeeper:
@@ -50,6 +54,7 @@ class Housekeeper:
         self._pid: int | None = None
         self._due_at = 0.0
         self._stopping = False
+        self._stop_at_exit = False
         self.counts = {"drops": 0, "recomputes": 0, "failures": 0}
 
     # --- asking ---------------------------------------------------------------------------
@@ -98,6 +103,11 @@ class Housekeeper:
             self._thread = threading.Thread(target=self._run, name="matcher-housekeeping")
             self._thread.daemon = True
             self._thread.start()
+            if not self._stop_at_exit:
+                # A benchmark or command that ends finishes the work and closes the thread's
+                # connection, so that its database can be dropped at once.
+                atexit.register(self.stop, 5.0)
+                self._stop_at_exit = True
         self._cv.notify_all()
 
     # --- doing ----------------------------------------------------------------------------
@@ -145,13 +155,11 @@ class Housekeeper:
                 self._cv.wait(self._due_at - now if self._groups else None)
 
     def _drop(self, drops) -> None:
-        from matcher.claims import sqlite_turn
         from matcher.services import drop_empty_taskqueues
 
         ids = sorted({tq for batch, _ in drops for tq in batch})
         try:
-            with sqlite_turn():
-                dropped = set(drop_empty_taskqueues(ids, skip_locked=True))
+            dropped = set(drop_empty_taskqueues(ids, skip_locked=True))
             self.counts["drops"] += len(dropped)
         except DatabaseError:
             log.warning("could not drop empty TaskQueues %s now", ids, exc_info=True)
@@ -189,7 +197,7 @@ def priorities_due(group_ids: Iterable[int]) -> None:
     groups = sorted(set(group_ids))
     if not groups:
         return
-    if not BACKGROUND:
+    if not in_background():
         transaction.on_commit(lambda: _recompute_now(groups), robust=True)
         return
     _mark(groups, timezone.now())
@@ -219,19 +227,14 @@ def take_marks(older_than: float | None) -> list[int]:
     marks = PrioritiesDue.objects.all()
     if older_than is not None:
         marks = marks.filter(since__lte=timezone.now() - timedelta(seconds=older_than))
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cur:
-                sql, params = marks.values("group_id").query.sql_with_params()
-                cur.execute(
-                    f"DELETE FROM {PrioritiesDue._meta.db_table} WHERE group_id IN ({sql}) "
-                    "RETURNING group_id",
-                    params,
-                )
-                return sorted(r[0] for r in cur.fetchall())
-        groups = sorted(marks.values_list("group_id", flat=True))
-        PrioritiesDue.objects.filter(group_id__in=groups).delete()
-        return groups
+    with transaction.atomic(), connection.cursor() as cur:
+        sql, params = marks.values("group_id").query.sql_with_params()
+        cur.execute(
+            f"DELETE FROM {PrioritiesDue._meta.db_table} WHERE group_id IN ({sql}) "
+            "RETURNING group_id",
+            params,
+        )
+        return sorted(r[0] for r in cur.fetchall())
 
 
 def recompute_due() -> list[int]:

@@ -63,40 +63,22 @@ def _write_priorities(priorities: dict[int, float]) -> None:
     with transaction.atomic(), connection.cursor() as cur:
         for start in range(0, len(items), 5000):
             chunk = items[start : start + 5000]
-            if connection.vendor == "postgresql":
-                # Rows locked in id order first: a cycle and a background recomputation of
-                # some groups (housekeeping.py) then wait for each other, never deadlock.
-                where, params = db.id_in("id", [tq for tq, _ in chunk])
-                cur.execute(
-                    f"SELECT id FROM {table} WHERE {where} ORDER BY id FOR NO KEY UPDATE", params
-                )
-                rows = db.values_sql([None, "double precision"], len(chunk))
-                update = (
-                    f"UPDATE {table} t SET priority = v.p FROM (VALUES {rows}) AS v(id, p) "
-                    "WHERE t.id = v.id AND t.priority IS DISTINCT FROM v.p "
-                    "RETURNING t.id, t.priority"
-                )
-                cur.execute(
-                    changelog.logged_priority_update_sql(update),
-                    [v for pair in chunk for v in pair] + [now],
-                )
-                continue
-            # SQLite (writes serialised): read, then write and log only what changed.
-            marks = ", ".join(["%s"] * len(chunk))
+            # Rows locked in id order first: a cycle and a background recomputation of some
+            # groups (housekeeping.py) then wait for each other, never deadlock.
+            where, params = db.id_in("id", [tq for tq, _ in chunk])
             cur.execute(
-                f"SELECT id, priority FROM {table} WHERE id IN ({marks})", [tq for tq, _ in chunk]
+                f"SELECT id FROM {table} WHERE {where} ORDER BY id FOR NO KEY UPDATE", params
             )
-            stored = dict(cur.fetchall())
-            changed = [(tq, p) for tq, p in chunk if tq in stored and stored[tq] != p]
-            if not changed:
-                continue
-            cases = " ".join(["WHEN %s THEN %s"] * len(changed))
-            marks = ", ".join(["%s"] * len(changed))
+            rows = db.values_sql([None, "double precision"], len(chunk))
+            update = (
+                f"UPDATE {table} t SET priority = v.p FROM (VALUES {rows}) AS v(id, p) "
+                "WHERE t.id = v.id AND t.priority IS DISTINCT FROM v.p "
+                "RETURNING t.id, t.priority"
+            )
             cur.execute(
-                f"UPDATE {table} SET priority = CASE id {cases} END WHERE id IN ({marks})",
-                [v for pair in changed for v in pair] + [tq for tq, _ in changed],
+                changelog.logged_priority_update_sql(update),
+                [v for pair in chunk for v in pair] + [now],
             )
-            changelog.priorities_changed(changed)
 
 
 def recompute_priorities(group_ids=None, corrections=None) -> dict[int, float]:

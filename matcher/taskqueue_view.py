@@ -3,7 +3,7 @@
 It holds every TaskQueue's definition and priority, and per resource description (pilots of
 one CE ask alike) the TaskQueues that resource may take, by CPU segment, ready to draw from.
 It is loaded once (a "full reload", counted in `stats`), then follows the change log
-(matcher/changelog.py) at most every REFRESH_SECONDS:
+(matcher/changelog.py) at most every `settings.TASKQUEUE_VIEW_REFRESH_SECONDS` (1 s):
 
 - a TaskQueue created is tested once against each memoised resource and inserted where it fits;
 - a TaskQueue dropped leaves the definitions and every memoised resource's segment;
@@ -11,7 +11,7 @@ It is loaded once (a "full reload", counted in `stats`), then follows the change
 - a group's JobSharing change updates its TaskQueues' owner rule and forgets the private
   resources of that group.
 
-A change made by any process is seen within REFRESH_SECONDS (plus the poll itself). Nothing
+A change made by any process is seen within that refresh interval (plus the poll itself). Nothing
 depends on the view being current for correctness: the claim re-checks the job, its
 membership and the owner rule in the database (claims.py); a stale entry costs at most a
 claim that finds nothing.
@@ -37,10 +37,6 @@ from django.db import connection
 from matcher import changelog, matching, races
 from matcher.models import TaskQueue, TaskQueueChange
 
-TESTING = getattr(settings, "TESTING", False)
-# How long a process trusts its view before reading the change log: the bound within which a
-# change made elsewhere reaches it.
-REFRESH_SECONDS = 0.0 if TESTING else 1.0
 HOLE_SECONDS = 60.0
 HOLE_LIMIT = 2000
 RELOAD_HOLES = 200  # numbers below the top at a full reload that may belong to open transactions
@@ -115,12 +111,13 @@ class TaskQueueView:
     # --- reading the database -----------------------------------------------------------------
 
     def refresh(self, force: bool = False) -> None:
-        """Follow the change log if REFRESH_SECONDS have passed since the last time."""
+        """Follow the change log if the refresh interval has passed since the last time."""
         now = time.monotonic()
-        if self.loaded and not force and now - self.checked < REFRESH_SECONDS:
+        interval = settings.TASKQUEUE_VIEW_REFRESH_SECONDS
+        if self.loaded and not force and now - self.checked < interval:
             return
         with self.lock:
-            if self.loaded and not force and now - self.checked < REFRESH_SECONDS:
+            if self.loaded and not force and now - self.checked < interval:
                 return
             if not self.loaded:
                 self._full_reload(now)

@@ -1,6 +1,6 @@
 """Sites and CEs as the pilots' hot path reads them: a per-process snapshot re-read every few
-seconds (0 in tests), so that validating a resource description costs no query. A site or CE
-added by staff is known to every process within TTL seconds."""
+seconds, so that validating a resource description costs no query. A site or CE added by staff
+is known to every process within `settings.TOPOLOGY_CACHE_SECONDS` (5 s)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import time
 
 from django.conf import settings
 
-TTL = 0.0 if getattr(settings, "TESTING", False) else 5.0
 _lock = threading.Lock()
 _snapshot: dict = {"at": None}
 
@@ -26,7 +25,7 @@ def _load() -> dict:
 def snapshot() -> dict:
     now = time.monotonic()
     with _lock:
-        if _snapshot["at"] is not None and now - _snapshot["at"] < TTL:
+        if _snapshot["at"] is not None and now - _snapshot["at"] < settings.TOPOLOGY_CACHE_SECONDS:
             return _snapshot
     fresh = _load()
     with _lock:
@@ -46,11 +45,11 @@ _groups: dict[int, tuple[float, list]] = {}
 
 
 def groups_of(user) -> list[tuple[int, str, bool]]:
-    """(id, name, GenericPilot) of the user's groups, re-read every TTL seconds."""
+    """(id, name, GenericPilot) of the user's groups, re-read as often as the snapshot."""
     now = time.monotonic()
     with _lock:
         cached = _groups.get(user.pk)
-        if cached is not None and now - cached[0] < TTL:
+        if cached is not None and now - cached[0] < settings.TOPOLOGY_CACHE_SECONDS:
             return cached[1]
     rows = list(user.grid_groups.values_list("pk", "name", "generic_pilot"))
     with _lock:
@@ -58,3 +57,10 @@ def groups_of(user) -> list[tuple[int, str, bool]]:
             _groups.clear()
         _groups[user.pk] = (now, rows)
     return rows
+
+
+def invalidate() -> None:
+    """Forget the snapshot and the users' groups: the next look reads the database."""
+    with _lock:
+        _snapshot["at"] = None
+        _groups.clear()

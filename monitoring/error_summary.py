@@ -76,8 +76,8 @@ def failed_jobs(user, since: datetime.datetime):
 
 def _grouped(qs, path: str) -> list[tuple[str, int, int]]:
     """(value as text, '' for none; count; lowest job id), the TOP largest: one GROUP BY.
-    Grouped by the value as an expression, not the bare column: SQLite would otherwise walk
-    the whole (column, id) index the jobs list sorts by, rather than the failed jobs only."""
+    Grouped by the value as an expression, not the bare column, so that the planner reads the
+    failed jobs only rather than walking the whole (column, id) index the jobs list sorts by."""
     key = Concat(Cast(F(path), CharField()), Value(""), output_field=CharField())
     rows = qs.annotate(key=key).values_list("key").annotate(n=Count("*"), first=Min("id"))
     return list(rows.order_by("-n", "key")[:TOP])

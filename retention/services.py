@@ -79,7 +79,7 @@ def _boundary(kind: Kind, cutoff: datetime) -> int | None:
 
 
 def _in(column: str, ids: list[int]) -> tuple[str, list]:
-    return db.id_in(f'"{column}"', ids)  # one array parameter on PostgreSQL
+    return db.id_in(f'"{column}"', ids)  # one array parameter
 
 
 def _delete_rows(model: type[models.Model], ids: list[int]) -> None:

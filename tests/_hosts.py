@@ -24,6 +24,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
+
+from conftest import SUITE_SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
 # Ports tried for the web servers and forwarders (a machine shared by several test runs gives
@@ -70,7 +73,12 @@ class TcpForwarder:
 
     async def _connection(self, reader, writer):
         try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
+            host, port = self.target
+            if host.startswith("/"):  # a Unix socket's directory (the embedded server)
+                path = f"{host}/.s.PGSQL.{port}"
+                up_reader, up_writer = await asyncio.open_unix_connection(path)
+            else:
+                up_reader, up_writer = await asyncio.open_connection(host, port)
         except OSError:
             writer.close()
             return
@@ -213,12 +221,13 @@ class Host:
         self.env = {
             k: v
             for k, v in os.environ.items()
-            if not k.startswith(("PYTEST", "DJANGO_")) and k not in {"GRIDWMS_TESTING"}
+            if not k.startswith(("PYTEST", "DJANGO_"))
+            and k not in {"GRIDWMS_TESTING", *SUITE_SETTINGS}  # production's lifetimes
         }
         self.env.update(
             DEBUG="0",
             SECRET_KEY=f"multi-host-test-{os.getpid()}-secret-key-0123456789abcdef",
-            DATABASE_URL=f"postgres://postgres@{db_host}:{db_port}/{database}",
+            DATABASE_URL=f"postgres://postgres@{quote(db_host, safe='')}:{db_port}/{database}",
             NODE_NAME=name,
             WEB_BIND=f"{place.address}:{place.port}",
             ALLOWED_HOSTS=place.address,

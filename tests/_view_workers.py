@@ -6,13 +6,14 @@ def change_taskqueues(db_name, alice_id, bob_id, kill_job_id, out):
     from tests._fault_workers import child_django
 
     child_django(db_name)
+    from django.conf import settings
     from django.db import connections
 
-    from matcher import housekeeping, services
+    from matcher import services
     from matcher.taskqueue_priorities import recompute_priorities
     from shares.models import GridGroup, User
 
-    housekeeping.BACKGROUND = False  # this child's own recomputations at once
+    settings.HOUSEKEEPING_IN_BACKGROUND = False  # this child's own recomputations at once
     try:
         alice, bob = User.objects.get(pk=alice_id), User.objects.get(pk=bob_id)
         group = GridGroup.objects.get(name="lhcb_user")

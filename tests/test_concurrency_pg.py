@@ -8,7 +8,7 @@ from django.db import connection, connections
 
 from tests._invariants import assert_job_invariants
 
-pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 # spawn, not fork: a forked child would share the parent's open database sockets (the live
 # server's among them) and close them on exit. Each child sets Django up on its own.
@@ -21,12 +21,6 @@ def _child_django(db_name):
 
     django.setup()
     settings.DATABASES["default"]["NAME"] = db_name
-
-
-@pytest.fixture(autouse=True)
-def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
 def _db_name():

@@ -17,16 +17,10 @@ from django.db import connection
 from tests import _fault_workers as w
 from tests._invariants import assert_job_invariants
 
-pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 # spawn, not fork: a forked child would share the parent's database socket.
 ctx = multiprocessing.get_context("spawn")
-
-
-@pytest.fixture(autouse=True)
-def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
 def _db_name():

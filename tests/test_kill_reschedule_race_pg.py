@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from tests._invariants import assert_job_invariants
 
-pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 SITE = "LCG.CERN.ch"
 PER_STATE = 5
@@ -26,12 +26,6 @@ REPORTS = {
     "failed": ["running", "failed"],
 }
 ACTIONS = ["kill"] * 4 + ["reschedule"] * 4
-
-
-@pytest.fixture(autouse=True)
-def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
 def _client(user) -> APIClient:

@@ -14,15 +14,9 @@ from matcher.models import Job, TaskQueue
 from matcher.taskqueue_priorities import recompute_priorities
 from tests import _view_workers
 
-pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 ctx = multiprocessing.get_context("spawn")
 CERN = Resource(site="LCG.CERN.ch", grid_ce="ce503.cern.ch", setup="any", cpu_time=86400)
-
-
-@pytest.fixture(autouse=True)
-def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
 def _priorities():
@@ -55,10 +49,10 @@ def test_taskqueues_created_dropped_and_reprioritised_in_another_process_are_see
     assert dispatcher.match_job(CERN, "p").task_queue_id in now
 
 
+@pytest.mark.production_lifetimes
 def test_a_match_that_empties_a_taskqueue_leaves_priorities_as_an_inline_recomputation_would(
     submit, monkeypatch
 ):
-    monkeypatch.setattr(housekeeping, "BACKGROUND", True)
     monkeypatch.setattr(housekeeping, "RECOMPUTE_DELAY", 0.0)
     cern = ["LCG.CERN.ch"]
     submit("alice", cpu_time=100, user_priority=3, sites=cern)

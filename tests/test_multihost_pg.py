@@ -32,19 +32,12 @@ from tests._hosts import Host, Network
 from tests._invariants import assert_job_invariants
 
 pytestmark = [
-    pytest.mark.pg,
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(720),
 ]
 
 PILOTS = 6
 RESOURCE = {"site": "LCG.CERN.ch", "cpu_time": 172800, "platform": ["any"], "tag": ["any"]}
-
-
-@pytest.fixture(autouse=True)
-def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
 @pytest.fixture

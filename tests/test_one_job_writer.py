@@ -38,7 +38,7 @@ WRITES = {
     "select_for_update",
 }
 TASKQUEUE_WRITES = {"create", "bulk_create", "delete", "get_or_create", "_raw_delete"}
-DB_HELPERS = {"bulk_insert", "insert_many", "copy_in", "update_from_values"}
+DB_HELPERS = {"bulk_insert", "copy_in"}
 MANAGERS = {"objects", "_base_manager", "_default_manager"}
 
 
@@ -207,7 +207,7 @@ def test_the_owner_itself_is_seen_writing_so_the_check_can_see():
     # The check finds the writes it must find: the service's own are the proof.
     moves = findings((ROOT / "matcher/services/moves.py").read_text())
     enqueue = findings((ROOT / "matcher/services/enqueue.py").read_text())
-    # The claim statements name their tables from the models (claims.TABLES): read as run.
+    # The claim statements name their tables from the models (claims.NAMES): read as run.
     from matcher import claims as claim_module
 
     claims = findings(f"cur.execute({claim_module._CLAIM_SQL!r})")

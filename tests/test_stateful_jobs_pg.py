@@ -20,7 +20,7 @@ import re
 from collections import Counter
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -35,7 +35,7 @@ from rest_framework.test import APIClient
 
 from tests._invariants import assert_job_invariants
 
-pytestmark = [pytest.mark.pg, pytest.mark.django_db, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(600)]
 
 SITE = "LCG.CERN.ch"
 SHARED = "lhcb_mc"  # JobSharing: carol acts on erin's jobs while the staff leave it so
@@ -58,12 +58,6 @@ MACHINE_SETTINGS = settings(
     database=None,
     suppress_health_check=list(HealthCheck),
 )
-
-
-@pytest.fixture(autouse=True)
-def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
 def _reset_process_caches():

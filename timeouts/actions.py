@@ -26,8 +26,6 @@ from matcher.lifecycle import ACTIVATED, CLOSED, DEFINED, FAILED
 from timeouts import rules
 from timeouts.models import TimeoutAction
 
-CHUNK = 5000
-
 
 @dataclass
 class Candidate:
@@ -53,27 +51,6 @@ class Planned:
     action: str
     reason: str
     queue: str
-
-
-def _chunks(ids):
-    ids = list(ids)
-    for start in range(0, len(ids), CHUNK):
-        yield ids[start : start + CHUNK]
-
-
-def among(qs, field: str, ids):
-    """`qs` restricted to `ids`: one query with `= ANY(array)` on PostgreSQL (one parameter
-    instead of thousands to quote and plan), IN lists of CHUNK ids elsewhere."""
-    ids = list(ids)
-    if not ids:
-        return
-    if db.is_postgresql():
-        column = f'"{qs.model._meta.db_table}"."{qs.model._meta.get_field(field).column}"'
-        where, params = db.id_in(column, ids)
-        yield qs.extra(where=[where], params=params)
-        return
-    for part in _chunks(ids):
-        yield qs.filter(**{f"{field}__in": part})
 
 
 def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
@@ -102,7 +79,7 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
         steps.sort(key=lambda s: s.job_id)
         moved = job_services.move_jobs(locked, steps, now)
         task_jobs = [s.job_id for s in steps if s.to == DEFINED]
-        for part in among(TaskJob.objects.all(), "job", task_jobs):
+        for part in db.among(TaskJob.objects.all(), "job", task_jobs):
             # Back through brokerage from scratch: no queue counts the job until it is placed.
             part.update(queue=None)
         if rebroker_tasks:
@@ -193,5 +170,5 @@ def _reassign(ids: list[int], by_id: dict) -> int:
 
 
 def _insert(table: str, columns: list[str], pg_types: list[str], rows: list[tuple]) -> None:
-    """Insert many rows: one statement over arrays on PostgreSQL, executemany elsewhere."""
-    db.bulk_insert(None, table, columns, rows, pg_types=pg_types, adapt_datetimes=True)
+    """Insert many rows in one statement over arrays."""
+    db.bulk_insert(None, table, columns, rows, pg_types=pg_types)

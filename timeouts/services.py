@@ -17,22 +17,21 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection
 from django.db.models import Case, IntegerField, Max, Q, Value, When
 from django.db.models.functions import Coalesce
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from brokerage.models import PandaQueue, Task, TaskJob
 from brokerage.services.world import site_queues
 from config import clock, gdpconfig
 from config.cycles import current_run_id, cycle
+from config.db import among
 from matcher.lifecycle import AT_WORK_STATES, CLAIMED_STATES, WAITING_STATES
 from matcher.models import Job, JobStatus
 from timeouts import rules
-from timeouts.actions import Candidate, Planned, among, apply
+from timeouts.actions import Candidate, Planned, apply
 
 PARAMS = (
     "TIMEOUT_pending",
@@ -104,21 +103,11 @@ def job_statistics() -> tuple[dict[str, datetime], list[tuple]]:
     counts = []
     for status, site, qid, gshare, n, last in rows:
         if last is not None:
-            last = _aware(last)
             if site not in starts or last > starts[site]:
                 starts[site] = last
         if gshare is not None:
             counts.append((status, site, qid, gshare, n))
     return starts, counts
-
-
-def _aware(value) -> datetime:
-    """A raw-cursor timestamp (SQLite gives text, or a naive UTC datetime) as an aware one."""
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    if timezone.is_naive(value):
-        value = timezone.make_aware(value, UTC)
-    return value
 
 
 def last_starts() -> dict[str, datetime]:

@@ -2,9 +2,9 @@
 
 A pilot presents its token on every request; looking it up is a query joining the token and its
 user, a third of a match request's cost in Python. Like the sites and CEs of the pilots' hot
-path (matcher.topology), the answer is kept per process for TTL seconds (0 in tests): a token
-deleted or a user deactivated elsewhere is refused by every process within TTL seconds, and at
-once by the process that made the change.
+path (matcher.topology), the answer is kept per process for API_TOKEN_CACHE_SECONDS (5 s): a
+token deleted or a user deactivated elsewhere is refused by every process within that time, and
+at once by the process that made the change.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from django.conf import settings
 from django.db.models.signals import post_delete, post_save
 from rest_framework.authentication import TokenAuthentication
 
-TTL = 0.0 if getattr(settings, "TESTING", False) else 5.0
 LIMIT = 10_000
 _lock = threading.Lock()
 _known: dict[str, tuple[float, object, object]] = {}
@@ -25,13 +24,14 @@ _known: dict[str, tuple[float, object, object]] = {}
 class CachedTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key):
         now = time.monotonic()
+        ttl = settings.API_TOKEN_CACHE_SECONDS
         with _lock:
             hit = _known.get(key)
-        if hit is not None and now - hit[0] < TTL:
+        if hit is not None and now - hit[0] < ttl:
             # Shared by the process's requests: views read request.user, never write it.
             return hit[1], hit[2]
         user, token = super().authenticate_credentials(key)
-        if TTL > 0:
+        if ttl > 0:
             with _lock:
                 if len(_known) >= LIMIT:
                     _known.clear()

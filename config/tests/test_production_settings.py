@@ -10,6 +10,8 @@ from django.http import HttpResponse
 from django.test import override_settings
 from django.urls import path
 
+from tests._databases import scratch_database
+
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "a-production-secret-key-" + "k3y" * 20
 
@@ -124,18 +126,19 @@ def test_production_urls_load_before_collectstatic_has_run(tmp_path):
     env.update(
         DEBUG="0",
         SECRET_KEY=SECRET,
-        DATABASE_URL=f"sqlite:///{tmp_path / 'empty.sqlite3'}",
+        DATABASE_URL="",  # below: an empty database of its own
         STATIC_ROOT=str(tmp_path / "never-collected"),
         DJANGO_SETTINGS_MODULE="gridwms.settings",
         ALLOWED_HOSTS="testserver",
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    with scratch_database("urls") as url:
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=ROOT,
+            env={**env, "DATABASE_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "401"  # anonymous: the API's answer, not a 500

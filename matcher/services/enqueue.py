@@ -8,8 +8,8 @@ A membership exists exactly for each activated job, at the UserPriority the job 
 row lock: the job first, then its membership. Counts change by increments only
 (`add_to_counts`: `jobs = jobs + n`), never read and written back.
 
-Rows go in by number: the ORM for a few, one INSERT over arrays (PostgreSQL) or executemany
-(SQLite) for more, COPY for many (config.db.bulk_insert).
+Rows go in by number: the ORM for a few, one INSERT over arrays for more, COPY for many
+(config.db.bulk_insert).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from django.db import DatabaseError, connection, models, transaction
 
 from config import clock, db
+from config.db import among
 from matcher import changelog, housekeeping, taskqueues
 from matcher.models import (
     MULTI_VALUED_FIELDS,
@@ -32,11 +33,9 @@ from matcher.models import (
 
 log = logging.getLogger(__name__)
 
-# Up to this many rows, the ORM inserts them; from COPY_FROM on, COPY does (PostgreSQL).
+# Up to this many rows, the ORM inserts them; from COPY_FROM on, COPY does.
 FEW = 10
 COPY_FROM = 5000
-# Ids per locking or deleting statement (SQLite's IN lists; PostgreSQL takes one array).
-CHUNK = 5000
 
 MEMBER_COLUMNS = ("job_id", "task_queue_id", "user_priority")
 MEMBER_TYPES = ("bigint", "bigint", "integer")
@@ -58,23 +57,7 @@ def insert_rows(
         model.objects.bulk_create([model(**dict(zip(columns, r, strict=True))) for r in rows])
         return len(rows)
     types = None if len(rows) >= COPY_FROM else pg_types
-    return db.bulk_insert(cursor, model, columns, rows, pg_types=types, adapt_datetimes=True)
-
-
-def among(queryset, field: str, ids: Sequence[int]):
-    """`queryset` restricted to `ids`, piece by piece: one piece with `= ANY(array)` on
-    PostgreSQL, IN lists of CHUNK ids elsewhere."""
-    ids = list(ids)
-    if not ids:
-        return
-    if db.is_postgresql():
-        model = queryset.model
-        column = f'"{model._meta.db_table}"."{model._meta.get_field(field).column}"'
-        where, params = db.id_in(column, ids)
-        yield queryset.extra(where=[where], params=params)
-        return
-    for start in range(0, len(ids), CHUNK):
-        yield queryset.filter(**{f"{field}__in": ids[start : start + CHUNK]})
+    return db.bulk_insert(cursor, model, columns, rows, pg_types=types)
 
 
 # --- TaskQueues and their counts -----------------------------------------------------------------

@@ -13,7 +13,7 @@ Every move
   TaskQueue of its definition (the counts follow by increments).
 
 One job: `lock_job`, then `move_job` (the ORM, a few statements). Many: `lock_jobs`, then
-`move_jobs` (one statement per table; arrays on PostgreSQL). New jobs: `insert_jobs` (model
+`move_jobs` (one statement per table, over arrays). New jobs: `insert_jobs` (model
 instances, the ORM) or `create_jobs` (rows, or COPY text, for the bulk paths). A transaction
 that lost a race (a deadlock, a serialisation failure, a TaskQueue dropped under it) is run
 again by `retry_on_race`.
@@ -128,8 +128,19 @@ def record_history(rows: Sequence[tuple]) -> None:
 
 
 def reserve_job_ids(n: int, cursor=None) -> list[int]:
-    """`n` job ids for the rows of a bulk `create_jobs` (COPY cannot return the ids it made)."""
-    return db.reserve_ids(Job, n, cursor)
+    """`n` increasing job ids for the rows of a bulk `create_jobs` (COPY cannot return the ids
+    it made). Taken from the table's sequence, which is not transactional: they stay ours
+    whichever connection writes the rows, and a rolled-back insert leaves a gap, as any does."""
+    if n <= 0:
+        return []
+    if cursor is None:
+        with connection.cursor() as cur:
+            return reserve_job_ids(n, cur)
+    cursor.execute(
+        "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+        [Job._meta.db_table, Job._meta.pk.column, n],
+    )
+    return [r[0] for r in cursor.fetchall()]
 
 
 # --- one job -------------------------------------------------------------------------------------
@@ -294,9 +305,9 @@ def _rejoin(ids: list[int]) -> dict[int, int]:
 
 
 def _update_jobs(rows: list[tuple], now: datetime, clear: bool, rejoin: bool) -> None:
-    """Set state and reason per job (rows: id, state, reason, TaskQueue) in one statement on
-    PostgreSQL (UPDATE … FROM unnest), executemany elsewhere; `clear` forgets the match,
-    `rejoin` records the TaskQueue joined and counts the rescheduling."""
+    """Set state and reason per job (rows: id, state, reason, TaskQueue) in one statement
+    (UPDATE … FROM unnest); `clear` forgets the match, `rejoin` records the TaskQueue joined and
+    counts the rescheduling."""
     table = Job._meta.db_table
     sets = ["status = v.status", "status_reason = v.reason", "status_changed = %s"]
     if clear:
@@ -305,26 +316,11 @@ def _update_jobs(rows: list[tuple], now: datetime, clear: bool, rejoin: bool) ->
     if rejoin:
         sets += ["task_queue_id = v.tq", "reschedule_count = j.reschedule_count + 1"]
     with connection.cursor() as cur:
-        if db.is_postgresql(cur.db):
-            cur.execute(
-                f"UPDATE {table} AS j SET {', '.join(sets)} "
-                "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[]) "
-                "AS v(id, status, reason, tq) WHERE j.id = v.id",
-                [now, *[list(col) for col in zip(*rows, strict=True)]],
-            )
-            return
-        at = connection.ops.adapt_datetimefield_value(now)
-        plain = [
-            s.replace("v.status", "%(status)s")
-            .replace("v.reason", "%(reason)s")
-            .replace("v.tq", "%(tq)s")
-            .replace("j.reschedule_count", "reschedule_count")
-            .replace("= %s", "= %(at)s")
-            for s in sets
-        ]
-        cur.executemany(
-            f"UPDATE {table} SET {', '.join(plain)} WHERE id = %(id)s",
-            [{"id": i, "status": st, "reason": r, "tq": tq, "at": at} for i, st, r, tq in rows],
+        cur.execute(
+            f"UPDATE {table} AS j SET {', '.join(sets)} "
+            "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[]) "
+            "AS v(id, status, reason, tq) WHERE j.id = v.id",
+            [now, *[list(col) for col in zip(*rows, strict=True)]],
         )
 
 
@@ -391,7 +387,7 @@ def create_jobs(new: NewJobs, *, by: str, cursor=None) -> None:
         if isinstance(data, bytes):
             db.copy_in(cursor, model._meta.db_table, columns, data)
         else:
-            db.bulk_insert(cursor, model, columns, data, adapt_datetimes=True)
+            db.bulk_insert(cursor, model, columns, data)
     counts = new.counts
     if counts is None:
         counts = Counter((tq, prio) for _job, tq, prio in new.members)
@@ -400,11 +396,9 @@ def create_jobs(new: NewJobs, *, by: str, cursor=None) -> None:
 
 
 def analyse_job_tables() -> None:
-    """Fresh planner statistics for the job tables after a bulk load (PostgreSQL), not
-    whenever autovacuum gets to it: planned for an empty table, the job lists would scan a
-    million rows."""
-    if not db.is_postgresql():
-        return
+    """Fresh planner statistics for the job tables after a bulk load, not whenever
+    autovacuum gets to it: planned for an empty table, the job lists would scan a million
+    rows."""
     tables = [Job, TaskQueueJob, JobStatusHistory, TaskQueue]
     with connection.cursor() as cur:
         cur.execute(f"ANALYZE {', '.join(m._meta.db_table for m in tables)}")

@@ -82,10 +82,10 @@ def test_a_priority_change_updates_the_draw_weights_without_matching_again(
     assert other.stats["taskqueue_full_reloads"] == 1
 
 
+@pytest.mark.production_lifetimes
 def test_a_view_reads_the_log_at_most_once_per_refresh_bound(
     other, submit, monkeypatch, django_assert_num_queries
 ):
-    monkeypatch.setattr(taskqueue_view, "REFRESH_SECONDS", 1.0)
     now = [1000.0]
     monkeypatch.setattr(taskqueue_view.time, "monotonic", lambda: now[0])
     submit("alice", cpu_time=100)
@@ -176,10 +176,10 @@ def test_the_audit_repairs_a_change_that_bypassed_the_log(other, submit):
     assert other.stats["taskqueue_full_reloads"] == 1
 
 
-def test_a_stale_view_never_hands_out_a_job_that_left_its_taskqueue(submit, users, monkeypatch):
+def test_a_stale_view_never_hands_out_a_job_that_left_its_taskqueue(submit, users, settings):
     job = submit("alice", cpu_time=100)
     assert [t.id for t in dispatcher.matching_taskqueues(CERN)] == [job.task_queue_id]
-    monkeypatch.setattr(taskqueue_view, "REFRESH_SECONDS", 3600.0)  # the view stays stale
+    settings.TASKQUEUE_VIEW_REFRESH_SECONDS = 3600.0  # the view stays stale
     services.kill_job(job.pk, users["alice"])  # and its TaskQueue is dropped
     assert job.task_queue_id in dispatcher.view.tqs
     assert dispatcher.match_job(CERN, "stale") is None
@@ -188,7 +188,7 @@ def test_a_stale_view_never_hands_out_a_job_that_left_its_taskqueue(submit, user
 
 
 def test_a_private_pilot_with_a_stale_view_of_jobsharing_takes_no_other_owners_job(
-    submit, users, monkeypatch
+    submit, users, settings
 ):
     erins = submit("erin", cpu_time=100)  # lhcb_mc has JobSharing: carol's pilots may take it
     mc = GridGroup.objects.get(name="lhcb_mc")
@@ -201,7 +201,7 @@ def test_a_private_pilot_with_a_stale_view_of_jobsharing_takes_no_other_owners_j
         private=True,
     )
     assert [t.id for t in dispatcher.matching_taskqueues(carols_pilot)] == [erins.task_queue_id]
-    monkeypatch.setattr(taskqueue_view, "REFRESH_SECONDS", 3600.0)
+    settings.TASKQUEUE_VIEW_REFRESH_SECONDS = 3600.0
     from shares.services import update_group
 
     update_group(mc, {"job_sharing": False})
@@ -209,7 +209,7 @@ def test_a_private_pilot_with_a_stale_view_of_jobsharing_takes_no_other_owners_j
     assert dispatcher.match_job(carols_pilot, "carol-1") is None  # the claim checked the group
     erins.refresh_from_db()
     assert erins.status == JobStatus.ACTIVATED
-    monkeypatch.setattr(taskqueue_view, "REFRESH_SECONDS", 0.0)
+    settings.TASKQUEUE_VIEW_REFRESH_SECONDS = 0.0
     assert dispatcher.matching_taskqueues(carols_pilot) == []  # the view caught up: not hers
     erins_pilot = Resource(**{**carols_pilot.__dict__, "owner_id": users["erin"].pk})
     assert dispatcher.match_job(erins_pilot, "erin-1").job.id == erins.pk

@@ -15,12 +15,10 @@ URL = "/api/v1/jobs/"
 
 
 def test_right_after_submitting_a_job_no_ce_can_take_the_page_says_so_first(
-    api, users, submit, client, monkeypatch
+    api, users, submit, client, settings
 ):
     # A long-lived process: the matcher's TaskQueue cache is warm and not due for a refresh.
-    from matcher import taskqueue_view
-
-    monkeypatch.setattr(taskqueue_view, "REFRESH_SECONDS", 3600.0)
+    settings.TASKQUEUE_VIEW_REFRESH_SECONDS = 3600.0
     submit("alice", cpu_time=100)
     dispatcher.taskqueue_definitions()
     r = api(users["alice"]).post(URL, {"cpu_time": 100, "tags": ["4Procesors"]}, format="json")

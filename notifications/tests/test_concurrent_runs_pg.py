@@ -6,19 +6,13 @@ import threading
 
 import pytest
 from django.core import mail
-from django.db import connection, connections
+from django.db import connections
 
 from notifications import services
 from notifications.models import Notice
 
-pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 THREADS = 6
-
-
-@pytest.fixture(autouse=True)
-def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
 def test_concurrent_runs_send_each_notice_once(with_email, submit, end, webhook):

@@ -10,13 +10,8 @@ from django.db import connection, connections, transaction
 
 from retention.services import run_retention
 
-pytestmark = [pytest.mark.pg, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
-
-@pytest.fixture(autouse=True)
-def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
 def test_a_finished_job_held_by_a_reschedule_under_way_is_skipped_not_waited_for(killed, age, ages):

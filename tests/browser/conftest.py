@@ -2,9 +2,9 @@
 BROWSER_SERVER=granian (or gunicorn) against the production web server: `scripts/serve.sh web`
 as `make serve` runs it (DEBUG off, the static files collected and served from their manifest
 by whitenoise) on the test database. That server keeps the suite's own settings
-(GRIDWMS_TESTING=1: the users' test password hasher, no per-process cache TTLs, cycles run in
-the request that asks for them), so the tests read the same as against the live server.
-.ci/run's PostgreSQL pass runs the browser tests this way.
+(GRIDWMS_TESTING=1: the users' test password hasher; the suite's cache lifetimes from the
+environment, conftest.suite_environment; Q_SYNC=1: cycles run in the request that asks for
+them), so the tests read the same as against the live server. .ci/run runs them this way.
 
 Every page a test opens is watched: a console error or any response with status >= 400 fails
 the test. Screenshots of the pages land in test-artifacts/.
@@ -18,6 +18,7 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -93,10 +94,9 @@ class WatchedPage:
 
 
 def _database_url(db: dict) -> str:
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
     auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    host = quote(db["HOST"] or "127.0.0.1", safe="")  # a Unix socket's directory, or a name
+    return f"postgres://{auth}@{host}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 @pytest.fixture(scope="session")

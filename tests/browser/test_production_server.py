@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests._databases import scratch_database
 from tests.browser.conftest import WatchedPage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,22 +58,28 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 
 @pytest.fixture(scope="module", params=["granian", "gunicorn"])
 def server(request, tmp_path_factory):
-    """WEB_SERVER: granian (the default) and gunicorn, each through every test here."""
-    tmp = tmp_path_factory.mktemp(f"production-{request.param}")
+    """WEB_SERVER: granian (the default) and gunicorn, each through every test here, each on an
+    empty database of its own."""
+    with scratch_database(f"production_{request.param}") as url:
+        yield from _serve(request.param, url, tmp_path_factory)
+
+
+def _serve(kind, database_url, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"production-{kind}")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GRIDWMS_", "PYTEST_"))}
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set for Playwright's sake in this process
     env.update(
         DEBUG="0",
         SECRET_KEY="production-test-" + "s3cr3t" * 10,
-        DATABASE_URL=f"sqlite:///{tmp / 'gridwms.sqlite3'}",
+        DATABASE_URL=database_url,
         STATIC_ROOT=str(tmp / "static"),
         WEB_WORKERS="2",
         WEB_THREADS="2",
         Q_WORKERS="1",
         LOG_FORMAT="json",
         WEB_ACCESS_LOG=str(tmp / "access.log"),
-        WEB_SERVER=request.param,
+        WEB_SERVER=kind,
     )
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     manage = [str(ROOT / ".venv/bin/python"), "manage.py"]
@@ -99,7 +106,7 @@ def server(request, tmp_path_factory):
                 pass
             assert time.monotonic() < deadline, (tmp / "serve.log").read_text()[-3000:]
             time.sleep(0.5)
-        yield {"base": base, "tmp": tmp, "process": process, "name": request.param}
+        yield {"base": base, "tmp": tmp, "process": process, "name": kind}
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)

@@ -22,7 +22,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, **options):
-        # Waits while another host deploys; a no-op on SQLite (one host).
+        # Waits while another host deploys.
         with db.advisory_lock(LOCK_KEY):
             call_command("migrate", interactive=False, verbosity=options["verbosity"] - 1)
             if not options["no_schedules"]:

@@ -6,7 +6,7 @@ from matcher.taskqueue_priorities import recompute_priorities
 
 
 class Command(BaseCommand):
-    help = "Insert N activated jobs with their TaskQueues (COPY on PostgreSQL), for scale work."
+    help = "Insert N activated jobs with their TaskQueues (COPY), for scale work."
 
     def add_arguments(self, parser):
         parser.add_argument("n", type=int, help="how many jobs")
