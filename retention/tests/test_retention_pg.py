@@ -13,7 +13,6 @@ from retention.services import run_retention
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-
 def test_a_finished_job_held_by_a_reschedule_under_way_is_skipped_not_waited_for(killed, age, ages):
     from matcher.models import Job
 
