@@ -184,9 +184,7 @@ def output_name(part: Part) -> str:
     """The part's file name as it is kept: a normalised relative path inside the working
     directory; SandboxError naming the part otherwise."""
     raw = sent_name(part.upload).replace("\\", "/")
-    problem = relative_path_problem(raw)
-    if problem is None and any(ord(ch) < 32 or ord(ch) == 127 for ch in raw):
-        problem = f"{raw!r} holds a control character"
+    problem = relative_path_problem(raw)  # control and formatting characters too
     if problem is None:
         name = posixpath.normpath(raw)
         if name in (".", "") or len(name) > 1024:

@@ -19,6 +19,7 @@ from brokerage.models import (
 )
 from config.api.fields import (
     NamedRelatedField,
+    NameField,
     RejectUnknownFieldsMixin,
     StrictBooleanField,
     StrictCharField,
@@ -174,7 +175,7 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
     )
     parent = ParentTaskField(queryset=Task.objects.all(), required=False, allow_null=True)
     inputs = TaskInputSerializer(many=True, required=False, default=list)
-    name = StrictCharField(max_length=200)
+    name = NameField(max_length=200)
     ram_unit = serializers.ChoiceField(choices=["MBPerCore", "MB"], default="MBPerCore")
     out_disk_unit = serializers.ChoiceField(
         choices=["MB", "kB", "MBPerEvent", "kBPerEvent"], default="MB"

@@ -1,5 +1,6 @@
 """Strict serializer fields: a wrong JSON type is an error, never silently converted."""
 
+import unicodedata
 from collections.abc import Mapping
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -25,6 +26,28 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("not_text")
         return super().to_internal_value(data)
+
+
+def control_character(value: str, categories: tuple[str, ...] = ("Cc",)) -> str | None:
+    """The first character of `value` in these Unicode categories, as U+XXXX; None if none."""
+    for ch in value:
+        if unicodedata.category(ch) in categories:
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+class NameField(StrictCharField):
+    """A name people read (pages, e-mail subjects, CSV exports): no control characters, so no
+    line break can split a header or a row, no NUL."""
+
+    default_error_messages = {"control": "Must not hold a control character ({code})."}
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        code = control_character(value)
+        if code:
+            self.fail("control", code=code)
+        return value
 
 
 class StrictBooleanField(serializers.BooleanField):

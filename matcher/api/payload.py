@@ -9,7 +9,7 @@ import re
 
 from rest_framework import serializers
 
-from config.api.fields import StrictCharField
+from config.api.fields import StrictCharField, control_character
 
 MAX_ARGUMENTS = 256
 MAX_ARGUMENT_CHARS = 4096
@@ -25,6 +25,9 @@ def relative_path_problem(value: str) -> str | None:
         return "must not be empty"
     if "\x00" in value or "\n" in value or "\r" in value:
         return "must not hold a NUL or a line break"
+    problem = _hidden_character(value)
+    if problem:
+        return problem
     if value.startswith("/") or value.startswith("\\"):
         return f"{value!r} is an absolute path: name a file inside the working directory"
     if any(part == ".." for part in re.split(r"[\\/]", value)):
@@ -40,8 +43,14 @@ def plain_name_problem(value: str) -> str | None:
         return f"is {len(value)} characters; at most {MAX_NAME_CHARS}"
     if "/" in value or "\\" in value:
         return f"{value!r} must be a plain file name, without a directory"
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        return f"{value!r} holds a control character"
+    return _hidden_character(value)
+
+
+def _hidden_character(value: str) -> str | None:
+    """A control character, or a format one: U+202E shows "\u202egnp.exe" as "exe.png"."""
+    code = control_character(value, ("Cc", "Cf"))
+    if code:
+        return f"{value!r} holds a control or formatting character ({code})"
     return None
 
 
@@ -116,6 +125,9 @@ def _no_nul(value: str) -> str | None:
 def executable_problem(value: str) -> str | None:
     if "\x00" in value or "\n" in value or "\r" in value:
         return "must not hold a NUL or a line break"
+    problem = _hidden_character(value)
+    if problem:
+        return problem
     if value and not value.startswith("/") and any(p == ".." for p in value.split("/")):
         return f"{value!r} has a '..' component: it would leave the working directory"
     return None

@@ -5,6 +5,7 @@ from rest_framework.settings import api_settings
 from config import gdpconfig
 from config.api.fields import (
     NamedRelatedField,
+    NameField,
     RejectUnknownFieldsMixin,
     StrictCharField,
     StrictIntegerField,
@@ -74,7 +75,7 @@ class JobSubmitListSerializer(serializers.ListSerializer):
 class JobSubmitSerializer(RejectUnknownFieldsMixin, PayloadFieldsMixin, serializers.Serializer):
     """One job as an API client submits it. The owner is the authenticated user."""
 
-    name = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
+    name = NameField(max_length=128, required=False, allow_blank=True, default="")
     owner_group = StrictCharField(
         max_length=64,
         required=False,
