@@ -282,7 +282,8 @@ def test_a_wrong_password_exits_2_saying_why_and_stores_nothing(gridwms):
     out = gridwms("login", "--url", gridwms.url, "--user", "alice", "--password-stdin",
                   stdin="not-the-password\n")  # fmt: skip
     assert out.returncode == 2
-    assert "Unable to log in" in out.stderr
+    assert "refused the user name or password" in out.stderr
+    assert "run `gridwms login`" not in out.stderr  # it is what they just ran
     assert "Traceback" not in out.stderr
     assert not gridwms.config("alice").exists()
 

@@ -46,7 +46,12 @@ def login(args) -> int:
     same_server = bool(stored.get("url")) and normalise_url(str(stored["url"])) == url
     user = args.user or _ask_user(str(stored.get("user") or "") if same_server else "")
     password = _read_password(args.password_stdin, user, url)
-    answer = Client(url).call("POST", "/auth/token/", {"username": user, "password": password})
+    try:
+        answer = Client(url).call("POST", "/auth/token/", {"username": user, "password": password})
+    except CliError as error:
+        if error.status == 401:  # the token endpoint's answer to a wrong password
+            raise CliError(f"{url} refused the user name or password", error.code, 401) from None
+        raise
     token = answer.get("token") if isinstance(answer, dict) else None
     if not isinstance(token, str) or not token:
         raise CliError(f"{url} answered the login without a token", EXIT_SERVER)
