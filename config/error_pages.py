@@ -103,7 +103,7 @@ def connection_failure(exc: BaseException | None) -> bool:
             tb = tb.tb_next
         driver = exc.__cause__
         if driver is None or not hasattr(driver, "sqlstate"):
-            # SQLite's errors have no SQLSTATE: a locked file is not a lost connection.
+            # An error without a SQLSTATE (none from the server) is not a lost connection.
             return False
         return _driver_connection_failure(driver)
     return _driver_connection_failure(exc)

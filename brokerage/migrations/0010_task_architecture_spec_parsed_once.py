@@ -15,7 +15,7 @@ def fill_architecture_spec(apps, schema_editor):
 
     Task = apps.get_model("brokerage", "Task")
     tasks = Task.objects.using(schema_editor.connection.alias)
-    # Read first, then write: SQLite does not isolate a cursor from writes to its table.
+    # Read first, then write: the cursor reads the table this loop writes to.
     stale = [
         Task(pk=pk, architecture=text)
         for pk, text, spec in tasks.values_list("pk", "architecture", "architecture_spec")
