@@ -7,7 +7,6 @@ import io
 import json
 import os
 import socket
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -40,17 +39,14 @@ def _closed_port() -> int:
 @pytest.fixture
 def database_refuses(monkeypatch, django_db_blocker):
     """Every new connection is refused, for real: PostgreSQL is asked on a port nothing listens
-    on, SQLite for a file in a directory that does not exist."""
+    on."""
     with django_db_blocker.unblock():
         connection.close()
         settings_dict = connection.settings_dict
-        if connection.vendor == "postgresql":
-            monkeypatch.setitem(settings_dict, "HOST", "127.0.0.1")
-            monkeypatch.setitem(settings_dict, "PORT", str(_closed_port()))
-            options = {k: v for k, v in settings_dict["OPTIONS"].items() if k != "pool"}
-            monkeypatch.setitem(settings_dict, "OPTIONS", options)
-        else:
-            monkeypatch.setitem(settings_dict, "NAME", "/nonexistent-gridwms-dir/db.sqlite3")
+        monkeypatch.setitem(settings_dict, "HOST", "127.0.0.1")
+        monkeypatch.setitem(settings_dict, "PORT", str(_closed_port()))
+        options = {k: v for k, v in settings_dict["OPTIONS"].items() if k != "pool"}
+        monkeypatch.setitem(settings_dict, "OPTIONS", options)
         yield
         connection.close()
 
@@ -112,10 +108,7 @@ def test_healthz_still_answers_its_own_503_naming_the_database_when_it_refuses(
 
 def _statement_fails(execute, sql, params, many, context):
     """A statement the server refuses on a healthy connection, as the driver raises it."""
-    if connection.vendor == "postgresql":
-        error = psycopg.errors.DeadlockDetected("deadlock detected")
-    else:
-        error = sqlite3.OperationalError("database is locked")
+    error = psycopg.errors.DeadlockDetected("deadlock detected")
     with context["connection"].wrap_database_errors:
         raise error
 
@@ -261,7 +254,6 @@ def _as_django_raises(driver_error, django_class):
         (psycopg.errors.QueryCanceled("statement timeout"), OperationalError, False),
         (psycopg.errors.StringDataRightTruncation("value too long"), DataError, False),
         (psycopg.InterfaceError("the cursor is closed"), InterfaceError, False),
-        (sqlite3.OperationalError("database is locked"), OperationalError, False),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, Exception) else None,
 )
@@ -303,12 +295,9 @@ def test_the_pool_is_bounded_and_waits_as_the_environment_says():
     assert options["connect_timeout"] == 3
 
 
-@pytest.mark.pg
 def test_a_request_finding_the_pool_exhausted_answers_503_after_the_pool_timeout(
     django_db_setup, django_db_blocker, monkeypatch
 ):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
     with django_db_blocker.unblock():
         connection.close()
         pool = {"min_size": 1, "max_size": 1, "timeout": 0.5}
