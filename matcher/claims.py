@@ -25,9 +25,11 @@ import json
 import random
 from dataclasses import dataclass, field
 
+import psycopg
 from django.db import OperationalError, connection
 
 from config import clock
+from config.error_pages import connection_failure
 from matcher import matching, races
 from matcher.models import (
     MULTI_VALUED_FIELDS,
@@ -46,6 +48,9 @@ _JSON_PAYLOAD = ("arguments", "environment", "output_sandbox")
 CANDIDATE_JOBS = 10  # the seed's "get the first ten and order them in random order"
 USER_PRIORITIES = 11  # UserPriority 0..10 (the jobs' check constraint): one uniform each
 FOLD_DRAW = True
+# A claim statement that fails this way (a lock or statement timeout) gives up that candidate;
+# the prepared statements run on psycopg's own cursor, whose errors Django does not wrap.
+STATEMENT_FAILURES = (OperationalError, psycopg.OperationalError)
 
 
 _COUNTS_SQL = (
@@ -101,7 +106,9 @@ def _claim(
     fields = _claim_fields(resource, pilot_reference, pilot_id)
     try:
         return _claim_one(tq_id, priority, rng, fields)
-    except OperationalError:
+    except STATEMENT_FAILURES as error:
+        if connection_failure(error):
+            raise  # the database is gone: a 503 for the pilot, not "no job"
         return None  # failed (a lock or statement timeout, say): the next candidate
 
 
@@ -308,7 +315,9 @@ def _drawn_claim(tq_id, uniforms, rng, mode, owner_id, fields):
             }
             try:
                 cur.execute(_DRAWN_CLAIM_SQL, params, prepare=True)
-            except OperationalError:
+            except STATEMENT_FAILURES as error:
+                if connection_failure(error):
+                    raise
                 return Claimed(None, 1), {}  # failed (a lock or statement timeout): next TQ
             taken, winner, allowed, levels, jobs, *rest = cur.fetchone()
             counts = dict(zip(levels or [], jobs or [], strict=True))
