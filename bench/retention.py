@@ -228,9 +228,11 @@ def main() -> None:
         idle.join()
         beside = Matcher()
         beside.start()
-        result = drain(days=7)
-        beside.stop.set()
-        beside.join()
+        try:
+            result = drain(days=7)
+        finally:  # its connection closed before the database is dropped, whatever happened
+            beside.stop.set()
+            beside.join()
         report("", result, **context, finished_jobs=n)
         emit("retention_match_p99_ms_idle", _percentile(idle.seconds, 0.99) * 1e3, "ms")
         emit(
