@@ -1,4 +1,4 @@
-"""The README's pilot example, run as written against the demo world: its pilot registers with
+"""The user guide's pilot example, run as written against the demo world: its pilot registers with
 the example user's credential and takes a job meant for it (tester's test job), never a real
 user's job, while thousands of other jobs wait and the demo's own pilots run."""
 
@@ -13,7 +13,7 @@ from matcher.models import Job, JobStatus
 from pilots import demo as pilot_demo
 from pilots.models import Pilot
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+USER_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user-guide.md"
 CURL = re.compile(
     r"curl -s -X POST http://127\.0\.0\.1:8000(?P<path>\S+) \\\s*"
     r"-H \"Authorization: Token \$(?P<who>\w+)\".*?-d '(?P<body>.*?)'",
@@ -22,18 +22,18 @@ CURL = re.compile(
 LOGIN = re.compile(r"(?P<var>\w+)=\$\(curl -s -X POST -d username=(?P<user>\w+) -d password=(\w+)")
 
 
-def readme_section(title: str) -> str:
-    text = README.read_text()
+def user_guide_section(title: str) -> str:
+    text = USER_GUIDE.read_text()
     start = text.index(f"## {title}")
     return text[start : text.index("\n## ", start + 1)]
 
 
-def test_the_readme_pilot_takes_the_job_meant_for_it_and_reports_on_it(transactional_db):
+def test_the_user_guides_pilot_takes_the_job_meant_for_it_and_reports_on_it(transactional_db):
     demo.create_world()
     bulk.load_jobs(300, seed=5, batch_size=100)
     example = demo.example_job()
     pilot_demo.first_pilots()
-    section = readme_section("Matching")
+    section = user_guide_section("Matching")
 
     tokens = {}
     for m in LOGIN.finditer(section):
@@ -70,7 +70,7 @@ def test_the_readme_pilot_takes_the_job_meant_for_it_and_reports_on_it(transacti
     assert job.pilot_reference == "readme/ce503/1"
     assert job.pilot_id == registered.data["id"]  # the claim is bound to the registered pilot
     assert Pilot.objects.get(reference="readme/ce503/1").credential_user.username == "tester"
-    # Nobody else's job went to the README's pilot.
+    # Nobody else's job went to the user guide's pilot.
     assert not Job.objects.filter(pilot_reference="readme/ce503/1").exclude(pk=job.pk).exists()
 
 
