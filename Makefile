@@ -31,7 +31,8 @@ run: $(BIN)/.installed
 	HOST=$(HOST) PORT=$(PORT) bash scripts/run.sh
 
 # Production on one host: migrate, collectstatic, gunicorn and the django-q2 cluster, DEBUG off
-# (README, Production). ROLE=web or ROLE=worker runs one half (several hosts, one database).
+# (docs/operator-guide.md, Production). ROLE=web or ROLE=worker runs one half (several hosts,
+# one database).
 serve: $(BIN)/.installed
 	HOST=$(HOST) PORT=$(PORT) bash scripts/serve.sh $(or $(ROLE),all)
 

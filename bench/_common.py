@@ -20,7 +20,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gridwms.settings")
 
 
 def emit(metric: str, value: float, unit: str, **context) -> None:
-    """One result as one JSON line on stdout (DESIGN §7)."""
+    """One result as one JSON line on stdout (bench/RESULTS.md, How the benchmarks report)."""
     print(json.dumps({"metric": metric, "value": round(value, 3), "unit": unit, **context}))
     sys.stdout.flush()
 

@@ -1,4 +1,4 @@
-"""DIRAC's own TaskQueueDB on the very same world, for the side-by-side table of issue 21.
+"""DIRAC's own TaskQueueDB on the very same world, for the side-by-side table of the matchers.
 
 Not part of the project or its tests: it runs in a virtualenv of its own with DIRAC installed
 (DIRAC 9.1.22 from PyPI, `mysqlclient`, and the few packages the TaskQueueDB imports), against

@@ -16,7 +16,7 @@ The load generator is cheap on purpose, so as not to eat the CPU it measures: a 
 each driving its connections from one selector loop over raw sockets with the request bytes
 built once (no HTTP library), reading the status line, Content-Length and the job id.
 
-Prints one JSON object per line (DESIGN §7):
+Prints one JSON object per line (bench/RESULTS.md, How the benchmarks report):
   http_matches_per_s             matches per second by the production server: 200 answers, each
                                  a job claimed (a 204 "no job for you" is not a match)
   http_match_p50_ms, _p99_ms     their latency as a pilot sees it (send to last byte)

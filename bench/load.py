@@ -4,9 +4,10 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
         .venv/bin/python bench/load.py --scale full
 
-Prints one JSON object per line (DESIGN §7): load_1m_jobs_s, load_rows_per_s, then
-jobs_list_median_ms and jobs_api_median_ms per user and filter. Everything happens in a
-throw-away database (Django's test database, uniquely named) that is dropped at the end.
+Prints one JSON object per line (bench/RESULTS.md, How the benchmarks report): load_1m_jobs_s,
+load_rows_per_s, then jobs_list_median_ms and jobs_api_median_ms per user and filter. Everything
+happens in a throw-away database (Django's test database, uniquely named) that is dropped at the
+end.
 """
 
 from __future__ import annotations

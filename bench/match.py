@@ -9,7 +9,7 @@ The world (full scale): the demo world, 900,000 jobs over 250 distinct requireme
 CPU segments (1,000 TaskQueues), plus one TaskQueue of 100,000 jobs with mixed UserPriorities
 owned by a dedicated user, so that a private pilot of that user matches it alone.
 
-Prints one JSON object per line (DESIGN §7):
+Prints one JSON object per line (bench/RESULTS.md, How the benchmarks report):
   match_speedup_vs_literal  on the big TaskQueue, the median time of the seed's literal match
                             (ORDER BY random()/UserPriority over every member, then a claim of
                             one of the ten lowest JobIDs at the winning priority) over the
@@ -249,7 +249,7 @@ def literal_match(tq_id: int, resource, pilot_reference: str, rng: random.Random
 
     try:
         from matcher import claims
-    except ImportError:  # the matcher before issue 21, timed side by side
+    except ImportError:  # the matcher before the TaskQueue view, timed side by side
         from matcher import match as claims
 
     with connection.cursor() as cur:

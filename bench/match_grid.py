@@ -86,7 +86,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
-# --- what differs between matcher versions (this bench also times the one before issue 21) ------
+# --- what differs between matcher versions (this bench also times the one before the view) ------
 
 
 _RELOADS = {"n": 0}

@@ -1,4 +1,4 @@
-"""The operators' monitoring views at a grid's size (issue 16): N jobs loaded, shaped into a
+"""The operators' monitoring views at a grid's size: N jobs loaded, shaped into a
 week of history (finished, failed, running, waiting), an hourly accounting of 30 days; then the
 jobs list sorted by each column both ways, the site x state matrix, the error summary over a
 day, the accounting page, and a CSV export of every job streamed with its memory measured.

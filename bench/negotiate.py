@@ -9,7 +9,7 @@ MaxMatches 5-50 (most WantAdRevaluate), advertised through the service; job ads 
 templates (RequestMemory, Arch, half ranking by `-CurMatches/real(MaxMatches)`, half with the
 default Rank 0.0, all with `GlobusScheduler = "$$(MatchmakerURL)"`), spread over five users.
 
-Prints one JSON object per line (DESIGN §7):
+Prints one JSON object per line (bench/RESULTS.md, How the benchmarks report):
   negotiation_cycle_s       the whole cycle as run_cycle runs it: read the ads, autoclusters,
                             fair-share order, matchmaking, $$() expansion, writing the matches,
                             the nodes' matcher Jobs into their TaskQueues and the CurMatches

@@ -1,4 +1,4 @@
-"""ATLAS analysis job brokerage (seeds/panda-brokerage.txt, "ATLAS Analysis Job Brokerage"):
+"""ATLAS analysis job brokerage (docs/developer-guide.md, PanDA brokerage):
 the throttles, the candidates, the persistent then the temporary filters, the Analysis
 Stabilizer, the original and the new basic weight, the best 10. Pure, like production.py."""
 

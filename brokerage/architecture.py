@@ -1,6 +1,6 @@
 """A task's `architecture`, parsed into one structure, and the CPU/GPU/software checks on it.
 
-Three spellings (seeds/panda-brokerage.txt, "Checks for CPU and/or GPU Hardware"):
+Three spellings (docs/developer-guide.md, PanDA brokerage, CPU and GPU hardware):
 - the old string `sw_platform[@base_platform][#host_cpu_spec][&host_gpu_spec]`,
 - the shorthand GPU suffix `&vendor:model=…:vram>=…:cuda>=…:driver>=…:uarch=…` (and `model!=`),
 - the new JSON `{"sw_platform", "base_platform", "cpu_specs": [...], "gpu_spec": {...}}`.
@@ -298,8 +298,8 @@ def parse(text: str) -> Architecture:
 def _accepts(queue_values: list[str] | None, task_value: str | None, regexp: bool = False) -> bool:
     """A queue attribute list accepts a task value (seed: 'blah' accepts blah or nothing; with
     'excl', only blah; "" or 'any' accept any value). A queue that publishes no list for the
-    attribute takes only tasks that do not name it: an absent value is no wildcard (DESIGN §6,
-    PanDA's JsonSoftwareCheck)."""
+    attribute takes only tasks that do not name it: an absent value is no wildcard
+    (docs/developer-guide.md, Absent values and wildcards; PanDA's JsonSoftwareCheck)."""
     values = [v for v in queue_values or () if v != "excl"]
     if task_value is None:
         return "excl" not in (queue_values or ())

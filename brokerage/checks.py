@@ -1,4 +1,5 @@
-"""The job checks of seeds/panda-brokerage.txt: what removes a queue from a task's candidates.
+"""The job checks of PanDA's job brokerage: what removes a queue from a task's candidates
+(docs/developer-guide.md, PanDA brokerage).
 
 Each check is a function of (queue, task, JobContext) returning None to keep the queue or the
 values it compared to remove it. PRODUCTION and ANALYSIS list them in the seed's order; the

@@ -1,9 +1,9 @@
-"""The network weight of a satellite → nucleus link (seeds/panda-brokerage.txt, "Network Weight").
+"""The network weight of a satellite → nucleus link (docs/developer-guide.md, PanDA brokerage).
 
 weight = NW_QUEUE_IMPORTANCE × queuedWeight + (1 − NW_QUEUE_IMPORTANCE) × throughputWeight, with
 queuedWeight = 2 − queued files / NQUEUED_SAT_CAP, throughputWeight from the freshest measured
 throughput (1 h, else 1 d, else 1 w) or, without any, from the closeness (0 best … 11 worst).
-A queue at the nucleus itself gets 2.5 for both. PanDA's defaults (reference/panda.md §2).
+A queue at the nucleus itself gets 2.5 for both. PanDA's defaults.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The brokerage's gdpconfig keys, with PanDA's names and PanDA's defaults (reference/panda.md)."""
+"""The brokerage's gdpconfig keys, with PanDA's names and PanDA's defaults."""
 
 from config.gdpconfig import BOOL, FLOAT, INT, JSON, Param, register
 from config.gdpconfig_shapes import ListOf, Obj, Text
@@ -264,7 +264,7 @@ _reg(
     shape=SOFTWARE,
 )
 
-# --- analysis brokerage (reference/panda.md §3; unset caps are 0 = off) ---------------------------
+# --- analysis brokerage (PanDA's analysis defaults; unset caps are 0 = off) -----------------------
 A = "brokerage: analysis"
 for _name, _help in (
     (

@@ -1,4 +1,5 @@
-"""ATLAS production brokerage, as seeds/panda-brokerage.txt describes it: task → nucleus, then
+"""ATLAS production brokerage, as PanDA's description has it (docs/developer-guide.md, PanDA
+brokerage): task → nucleus, then
 jobs → up to 10 queues. Pure: the services load the world into plain objects (model instances
 with their counts attached) and store what these functions decide.
 

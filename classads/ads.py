@@ -246,7 +246,8 @@ def parse_submit(text: str) -> ClassAd:
 def parse_job_ad(text: str) -> ClassAd:
     """A job's ad: a new-syntax ClassAd (`[ ... ]`) or condor_submit lines. Requirements must be
     present or default to true; Rank defaults to 0.0 as condor_submit writes it, because a job
-    ad without Rank would be ranked by the *site's* Rank (reference/condor.md §3)."""
+    ad without Rank would be ranked by the *site's* Rank (docs/developer-guide.md, Condor-G
+    ClassAd matchmaking)."""
     if not isinstance(text, str) or not text.strip():
         raise AdError("ad", "is empty")
     ad = parse_new(text) if text.lstrip().startswith("[") else parse_submit(text)

@@ -1,4 +1,5 @@
-"""`$$()` expansion at match time, as HTCondor's schedd does it (reference/condor.md §5).
+"""`$$()` expansion at match time, as HTCondor's schedd does it (docs/developer-guide.md,
+Condor-G ClassAd matchmaking).
 
 Every job attribute whose unparsed text contains `$$(` (except the MATCH_ ones) is expanded
 textually and parsed again:

@@ -1,21 +1,20 @@
 """The negotiator's matchmaking, pure: job ads (grouped into autoclusters) and site ads in,
 matches out. No ORM; the services feed it plain data and write the result.
 
-The reference loop (reference/condor.md §6): jobs in fair-share order; for each job every site
-ad in list order; a candidate only if both Requirements hold (true, or a non-zero number, as
-HTCondor's EvalBool reads them); its Rank as a float;
-the first ad with the strictly highest Rank wins. A WantAdRevaluate ad then gets CurMatches + 1
-and moves to the end of the list; any other ad is done for the cycle.
+The negotiator's loop (docs/developer-guide.md, Condor-G ClassAd matchmaking): jobs in fair-share
+order; for each job every site ad in list order; a candidate only if both Requirements hold (true,
+or a non-zero number, as HTCondor's EvalBool reads them); its Rank as a float; the first ad with the
+strictly highest Rank wins. A WantAdRevaluate ad then gets CurMatches + 1 and moves to the end of
+the list; any other ad is done for the cycle.
 
-What makes it fast (condor.md §7-8): jobs with the same significant attributes form an
-autocluster and are evaluated together, once per site ad, with one combined expression per
-pair. Each autocluster keeps its candidates in a heap ordered by (-Rank, list position); a
-site ad that changed since (a match bumped its CurMatches and moved it) is re-evaluated only
-when it comes to the top. Clauses of a site's Requirements that read only the site itself
-(`CurMatches < MaxMatches`) are evaluated once per change of the site, not per pair: a full
-site is skipped by every autocluster at no cost. A clause is a conjunct of the whole
-Requirements (split only where `&&` is the top-level operator), so one that does not hold
-means the whole does not.
+What makes it fast, as in HTCondor's own negotiator: jobs with the same significant attributes form
+an autocluster and are evaluated together, once per site ad, with one combined expression per pair.
+Each autocluster keeps its candidates in a heap ordered by (-Rank, list position); a site ad that
+changed since (a match bumped its CurMatches and moved it) is re-evaluated only when it comes to the
+top. Clauses of a site's Requirements that read only the site itself (`CurMatches < MaxMatches`) are
+evaluated once per change of the site, not per pair: a full site is skipped by every autocluster at
+no cost. A clause is a conjunct of the whole Requirements (split only where `&&` is the top-level
+operator), so one that does not hold means the whole does not.
 
 Like HTCondor's own match-list cache, this assumes that a site ad whose CurMatches grew is no
 more willing and no more attractive than before (true of `CurMatches < MaxMatches` and of
@@ -41,7 +40,7 @@ Candidate: TypeAlias = tuple[float, int, int, int, bool]
 
 # Both Requirements hold, then the job's Rank with EvalFloat typing; false otherwise. `&&` reads
 # a non-zero number as true, as EvalBool does, so only a true result is a match; UNDEFINED,
-# ERROR and text are not. MY = job, TARGET = site. One evaluation per pair (condor.md §8).
+# ERROR and text are not. MY = job, TARGET = site. One evaluation per pair.
 PAIR = ExprTree(
     "((MY.Requirements && TARGET.Requirements) =?= true)"
     " ? ((isInteger(MY.Rank) || isReal(MY.Rank) || isBoolean(MY.Rank)) ? real(MY.Rank) : 0.0)"

@@ -1,4 +1,5 @@
-"""HTCondor's ClassAd library with the negotiator's semantics (DESIGN §6, reference/condor.md §2).
+"""HTCondor's ClassAd library with the negotiator's semantics (docs/developer-guide.md, Condor-G
+ClassAd matchmaking).
 
 `classad2` alone scopes strictly: an unscoped name is looked up only in its own ad. The
 negotiator falls back to the other ad (TARGET) and knows HTCondor's extra functions
@@ -17,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 log = logging.getLogger(__name__)
 
-# The seed's site ad (seeds/condor-g-matchmaking.txt), in the old syntax condor_advertise reads.
+# The seed's USCMS site ad, in the old syntax condor_advertise reads.
 SEED_SITE_AD = """\
 MyType = "Machine"
 TargetType = "Job"

@@ -298,7 +298,8 @@ def _fair_share(idle: list[_Idle], ac_of_digest: dict[str, int]) -> list[tuple[i
 
 @cycle("negotiator")
 def negotiator_cycle() -> dict:
-    """One negotiation: every idle job ad against every site ad (reference/condor.md §6)."""
+    """One negotiation: every idle job ad against every site ad (docs/developer-guide.md,
+    Condor-G ClassAd matchmaking)."""
     started = time.perf_counter()
     site_rows, sites = _load_sites()
     idle = [

@@ -2,7 +2,7 @@
 
     gunicorn -c gridwms/gunicorn.conf.py gridwms.wsgi
 
-Everything an operator tunes comes from the environment (README, Production):
+Everything an operator tunes comes from the environment (docs/operator-guide.md, Parameters):
   WEB_BIND          address:port to listen on (default HOST:PORT, 127.0.0.1:8000)
   WEB_WORKERS       worker processes (default: one per core)
   WEB_THREADS       threads per worker (gthread: each keeps its pilots' connections alive)

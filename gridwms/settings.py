@@ -52,7 +52,7 @@ def required_in_production(name: str, development_default: str) -> str:
     if PRODUCTION:
         raise SystemExit(
             f"gridwms: {name} is not set; production (DEBUG=0) refuses to start without it "
-            "(see README, Production)"
+            "(see docs/operator-guide.md, Production)"
         )
     return development_default
 
@@ -72,8 +72,9 @@ CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").sp
 # A refused form gets the framed 403 page saying to reload, not Django's bare one.
 CSRF_FAILURE_VIEW = "config.error_pages.csrf_failure"
 
-# Behind a TLS-terminating proxy (README, Production): each is Django's setting of the same name,
-# off by default so that a host answers plain HTTP on its own address (curl, health checks).
+# Behind a TLS-terminating proxy (docs/operator-guide.md, Behind a TLS-terminating proxy): each
+# is Django's setting of the same name, off by default so that a host answers plain HTTP on its
+# own address (curl, health checks).
 if os.environ.get("SECURE_PROXY_SSL_HEADER"):
     # The header the proxy sets to "https", e.g. X-Forwarded-Proto; the proxy must overwrite it.
     _header = os.environ["SECURE_PROXY_SSL_HEADER"].strip().upper().replace("-", "_")
@@ -257,8 +258,9 @@ FILE_UPLOAD_PERMISSIONS = 0o600
 FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 
 # --- How long a process trusts what it cached, and its background work ---------------------------
-# Each bounds how late a change made by another process is seen (README, Parameters): the
-# matcher's view of the TaskQueues, gdpconfig values, API tokens, the sites and CEs.
+# Each bounds how late a change made by another process is seen (docs/operator-guide.md,
+# Parameters): the matcher's view of the TaskQueues, gdpconfig values, API tokens, the sites and
+# CEs.
 TASKQUEUE_VIEW_REFRESH_SECONDS = env_float("TASKQUEUE_VIEW_REFRESH_SECONDS", 1.0)
 GDPCONFIG_REFRESH_SECONDS = env_float("GDPCONFIG_REFRESH_SECONDS", 2.0)
 API_TOKEN_CACHE_SECONDS = env_float("API_TOKEN_CACHE_SECONDS", 5.0)
@@ -300,7 +302,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["config.throttling.ApiUserRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
-    # Anonymous visitors see the login page only (DESIGN §5), not even the API's description.
+    # Anonymous visitors see the login page only (docs/developer-guide.md, Who sees what), not
+    # even the API's description.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "TITLE": "gridwms API",
     "DESCRIPTION": (

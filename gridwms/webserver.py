@@ -7,7 +7,7 @@ WEB_SERVER chooses it:
             workload it spends less CPU per request than gunicorn (0.55 against 0.76 ms per
             match; bench/http_match.py measures both side by side)
   gunicorn  gunicorn with gridwms/gunicorn.conf.py (gthread workers)
-Common settings (README, Production):
+Common settings (docs/operator-guide.md, The web server and Parameters):
   WEB_BIND or HOST/PORT   where to listen (default 127.0.0.1:8000)
   WEB_WORKERS             processes (default: one per core)
   WEB_THREADS             threads per process (default 4): requests waiting on the database

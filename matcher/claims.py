@@ -1,13 +1,13 @@
 """Claiming one job of a TaskQueue for a pilot: the user-priority draw and the claim.
 
-Inside the drawn TaskQueue the winning UserPriority is drawn from the per-priority counts
-(exactly as if every waiting job raced, DESIGN §6), then one of the ten lowest free JobIDs at
-that priority is claimed in one transaction: the membership row is deleted (it must have been
-there), the job moves activated -> sent with the pilot, site and CE, its history and the count
-follow. Correctness rests here, never on the matcher's cache of TaskQueues: the statement
-claims only a job that is still a member of the TaskQueue and still activated, and for a
-private pilot only from a TaskQueue of its owner or of a JobSharing group, as the database has
-it now.
+Inside the drawn TaskQueue the winning UserPriority is drawn from the per-priority counts (exactly
+as if every waiting job raced: docs/developer-guide.md, TaskQueues and matching), then one of the
+ten lowest free JobIDs at that priority is claimed in one transaction: the membership row is deleted
+(it must have been there), the job moves activated -> sent with the pilot, site and CE, its history
+and the count follow. Correctness rests here, never on the matcher's cache of TaskQueues: the
+statement claims only a job that is still a member of the TaskQueue and still activated, and for a
+private pilot only from a TaskQueue of its owner or of a JobSharing group, as the database has it
+now.
 
 The draw is folded into the claim (`claim_in`): one statement, one round trip, reads the
 counts, draws the priority with the random numbers it is given (the same formula as
@@ -90,7 +90,7 @@ class MatchedJob:
     site: str
     grid_ce: str
     requirements: dict
-    # What it runs (issue 14): an empty executable, nothing to run (the pilot's own way).
+    # What it runs: an empty executable, nothing to run (the pilot's own way).
     executable: str = ""
     arguments: list = field(default_factory=list)
     environment: dict = field(default_factory=dict)

@@ -48,14 +48,14 @@ SITES = {
 # `manage.py demo` leaves waiting (pilots.demo.job_templates) ask for it. Every CPU time falls
 # in a CPU segment that each demo CE takes (at most 50,000 s, the seed's third segment): a job
 # of 100,000 s would sit in the 300,000 s one, which only two CEs reach, and such jobs pile up
-# there while the other CEs run dry (issue 15, item 4).
+# there while the other CEs run dry (docs/user-guide.md, The demo world).
 CPU_TIMES = [300, 1200, 3600, 14400, 40000, 50000]
 DEMO_SITES = ["LCG.CERN.ch", "LCG.PIC.es", "LCG.RAL.uk", "LCG.IN2P3.fr", "LCG.CNAF.it"]
 # The jobs that name sites (1 to 3 of those that can run them); the others go anywhere.
 SITE_RESTRICTED_FRACTION = 0.4
 
 # The seed's three groups (dirac-job-priorities.txt), the site tests' group and the
-# generic-pilot credential's group. The site tests (the README's hand-started pilot example)
+# generic-pilot credential's group. The site tests (the user guide's hand-started pilot example)
 # have a group of their own with a small share: in lhcb_user, a non-JobSharing group whose
 # users split its share, tester's job that no director pilot serves held a user's cut of
 # lhcb_user's priority (a fifth, more as the others' backlogs drained) and kept the group
@@ -80,7 +80,7 @@ USERS = [
     ("pilot", ["lhcb_pilot"]),
     ("tester", ["lhcb_test"]),
 ]
-# The README's pilot example: tester's test jobs want a private pilot and the DIRAC submit
+# The user guide's pilot example: tester's test jobs want a private pilot and the DIRAC submit
 # pool, whose pilots this director does not send (SubmitPoolBackends: external), so they wait
 # for the pilot you start by hand with tester's credential, and for no other.
 EXAMPLE_USER = "tester"
@@ -94,7 +94,7 @@ EXAMPLE_JOB = {
 CREDENTIAL_DAYS = 30
 # Few enough job slots that the simulator's work outgrows them (its jobs run CPUTime x 0.1 s,
 # pilots.demo): the groups then compete for slots and the grid reaches its shares, rather
-# than running every job at once whatever the shares say (issue 15, item 4).
+# than running every job at once whatever the shares say (docs/user-guide.md, The demo world).
 JOB_SLOTS_PER_CE = 20
 # A short queue before them, as a site keeps: pilots queued behind busy slots count as waiting
 # for their TaskQueue, and a long queue at one CE would hold its TaskQueues' pilots there while
@@ -179,7 +179,7 @@ def limit_job_slots() -> int:
 
 
 def example_job() -> int:
-    """The job the README's hand-started pilot takes (one waiting is enough): its id."""
+    """The job the user guide's hand-started pilot takes (one waiting is enough): its id."""
     from matcher import services
     from matcher.models import JobStatus
 

@@ -1,7 +1,7 @@
 """DIRAC TaskQueue matching as pure decisions: which TaskQueues a resource may take, which one
 to draw, which UserPriority wins inside it. No database here; services.py feeds plain data in.
 
-Rules (seeds/dirac-taskqueue-matching.txt, DESIGN.md §6): owner group and DN for private pilots,
+Rules (docs/developer-guide.md, TaskQueues and matching): owner group and DN for private pilots,
 Setup, CPU segment <= the resource's CPU time, pilot type, site accepted and not banned, Grid CE,
 platform, tags (the resource must offer every tag the TaskQueue requires). An empty list on the
 TaskQueue means "no restriction"; the value "any" (any case) on the resource side is a wildcard.

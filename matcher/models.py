@@ -70,7 +70,7 @@ class JobStatus(models.TextChoices):
     CLOSED = "closed"
 
 
-# What a job runs (issue 14): stored with it, told to its pilot, never part of its TaskQueue.
+# What a job runs: stored with it, told to its pilot, never part of its TaskQueue.
 PAYLOAD_FIELDS = (
     "executable",
     "arguments",
@@ -167,7 +167,7 @@ class Job(Requirements):
         "jobSubStatus", max_length=32, blank=True, default="", db_default=""
     )
     jdl = models.TextField(blank=True)
-    # What the job runs (issue 14): not requirements, never in the TaskQueue definition.
+    # What the job runs: not requirements, never in the TaskQueue definition.
     # db_default: the bulk loaders' COPY names none of them.
     executable = models.CharField(max_length=1024, blank=True, default="", db_default="")
     arguments = models.JSONField(default=list, db_default=[], blank=True)

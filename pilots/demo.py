@@ -90,7 +90,7 @@ def demo_wms_history() -> dict:
 
 def living_grid_parameters() -> dict:
     """What `manage.py demo` sets for the simulated grid of `make run` to come near its shares
-    within a simulated day (bench/demo_shares.py; issue 15, item 4):
+    within a simulated day (bench/demo_shares.py; docs/user-guide.md, The demo world):
     - the simulated CEs run a job for a tenth of its CPU time: the work outgrows the demo's few
       job slots (matcher.demo.JOB_SLOTS_PER_CE), so the groups compete for them;
     - no CPU-segment precedence in matching: the simulator's jobs all sit in the seed's lower

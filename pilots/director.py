@@ -1,4 +1,4 @@
-"""The DIRAC TaskQueue director's decisions, pure (seeds/dirac-taskqueue-director.txt).
+"""The DIRAC TaskQueue director's decisions, pure (docs/developer-guide.md, The TaskQueue director).
 
 Per cycle: pilotsPerPriority = pilotsPerIteration / sum(priorities), pilotsPerJob =
 pilotsPerIteration / sum(waiting jobs); per TaskQueue

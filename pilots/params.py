@@ -5,7 +5,7 @@ from urllib.parse import urlsplit
 from config.gdpconfig import BOOL, FLOAT, INT, JSON, STR, STR_LIST, Param, register
 from config.gdpconfig_shapes import Number, Obj, Text
 
-# --- the pilot director (seeds/dirac-taskqueue-director.txt; defaults from DIRAC's agent) ------
+# --- the pilot director (docs/developer-guide.md, The TaskQueue director; DIRAC's defaults) ----
 POOL_BACKENDS = ("simulated", "local", "external")
 # A pool name is stored in Pilot.submit_pool and DirectorDecision.submit_pool (64 characters).
 POOL_NAME = 64

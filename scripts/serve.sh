@@ -9,7 +9,8 @@
 #   web     only the web server (a web host; the cycles run on worker hosts)
 #   worker  only the worker cluster (a worker host)
 # Environment: HOST/PORT or WEB_BIND, WEB_SERVER, WEB_WORKERS, WEB_THREADS, Q_WORKERS, LOG_FORMAT=json,
-# SERVE_MIGRATE=0 (skip migrate and schedules), and the settings of README's Production section.
+# SERVE_MIGRATE=0 (skip migrate and schedules), and the settings of docs/operator-guide.md,
+# Parameters.
 #
 # Every process stays in this script's process group: stopping the group (even with SIGKILL)
 # stops the whole host. SIGTERM or SIGINT stops it gracefully.

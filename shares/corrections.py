@@ -1,4 +1,5 @@
-"""The WMSHistory share corrector: pure, no database (seeds/dirac-job-priorities.txt).
+"""The WMSHistory share corrector: pure, no database (docs/developer-guide.md, Job priorities
+and share corrections).
 
 For each time slice, u_e is the entity's fraction of the running jobs (averaged over the slice)
 among the entities this instance corrects and s_e its fraction of their expected shares; the

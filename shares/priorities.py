@@ -1,4 +1,5 @@
-"""TaskQueue priorities from group JobShares: pure, no database (seeds/dirac-job-priorities.txt).
+"""TaskQueue priorities from group JobShares: pure, no database (docs/developer-guide.md, Job
+priorities and share corrections).
 
 Entities: a JobSharing group is one entity whose share is its JobShare; in any other group each
 user with waiting jobs is an entity with share JobShare / U (U such users). A corrected share is

@@ -133,7 +133,7 @@ def arrive_jobs(rng: random.Random, n: int) -> int:
     segments = gdpconfig.get("CPUSegments")
     # A user whose backlog is full submits no more: the arrivals go to the others. Otherwise
     # the users with a small share fill the backlog and those with a large one run dry, and
-    # the grid cannot reach its shares for want of their work (issue 15, item 4).
+    # the grid cannot reach its shares for want of their work (docs/user-guide.md, The demo world).
     cap = gdpconfig.get("SimMaxWaitingJobsPerUser")
     backlog = Counter(
         dict(

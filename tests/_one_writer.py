@@ -1,4 +1,5 @@
-"""The job lifecycle's one writer (issue 17, item 1), seen at run time: every statement that
+"""The job lifecycle's one writer (docs/developer-guide.md, One writer of the job tables), seen
+at run time: every statement that
 writes a job table (a job, its status history, its TaskQueue membership, the per-priority
 counts; creating or deleting a TaskQueue) must come from the lifecycle's owner,
 matcher.services or the claim statement of matcher/claims.py. `job_writes_outside_owner()`

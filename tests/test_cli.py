@@ -495,7 +495,7 @@ def test_reschedule_sends_a_failed_job_back_to_wait_and_refuses_a_waiting_one(al
     assert (job.status, job.reschedule_count) == ("activated", 1)
 
 
-# --- what issue 14 adds: input sandboxes, JDL text ------------------------------------------------
+# --- input sandboxes, JDL text ------------------------------------------------------------------
 
 SANDBOX_BYTES = bytes(range(256)) * 3 + b"\r\n--gridwms-boundary\r\n" + b"\x00" * 10
 
@@ -563,7 +563,7 @@ def test_a_non_string_argument_exits_2_naming_arguments(alice):
     assert not Job.objects.exists()
 
 
-# --- what issue 14 adds: logs and output sandboxes ------------------------------------------------
+# --- logs and output sandboxes ------------------------------------------------------------------
 
 
 def _finished_job(alice, users, outputs=None, exit_code=0) -> int:

@@ -1,5 +1,5 @@
 """A request with several faults answers 400 naming every one of them at once (unknown keys and
-bad values together), as the README promises, on every writable endpoint that refuses unknown
+bad values together), as the user guide promises, on every writable endpoint that refuses unknown
 keys; and nothing is stored."""
 
 import pytest

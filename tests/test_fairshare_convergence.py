@@ -1,4 +1,4 @@
-"""Fair share end to end, shortened and deterministic (issue 15): bench/fairshare.py's headless
+"""Fair share end to end, shortened and deterministic: bench/fairshare.py's headless
 grid (the real director, simulated CEs, matching, usage sampling, corrector and priorities on
 the simulated clock, moved by the script) on a small grid with a fixed seed. The achieved
 running-slot-time share of every entity lands within a tolerance of its expected share. No

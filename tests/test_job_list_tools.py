@@ -1,4 +1,4 @@
-"""The jobs list works like the tools people know (issue 16, item 1): every column sorts both
+"""The jobs list works like the tools people know: every column sorts both
 ways on the server with ties broken by id, search finds a job by id, name or task, a time
 range selects by the last change of state, the page size is bounded, and the CSV and JSON
 exports stream exactly what the filters select, to whoever may see it, for the page and the

@@ -1,4 +1,4 @@
-"""Kills and reschedules of one job released at the same moment (issue 19, defect 2), on
+"""Kills and reschedules of one job released at the same moment, on
 PostgreSQL, each client a thread with its own database connection: 15 jobs that pilots took
 and reported running, finished or failed (5 each); on each, 4 kills and 4 reschedules by staff
 through the API, released together by a barrier. Every answer is 200 or a 409 refusal, never a

@@ -1,6 +1,7 @@
-"""The apps are layers: a module imports its own app, the apps below it and third-party code,
-never an app above it (issue 17). Read from the source with `ast`, so that an import inside a
-function counts as much as one at the top of a module; migrations and tests are left out.
+"""The apps are layers: a module imports its own app, the apps below it and third-party code, never
+an app above it (docs/developer-guide.md, Layout). Read from the source with `ast`, so that an
+import inside a function counts as much as one at the top of a module; migrations and tests are left
+out.
 
     0 config (the base app)  <-  1 shares  <-  2 matcher
       <-  3 pilots, brokerage, classads, timeouts, retention, notifications, sandboxes (may
@@ -41,7 +42,7 @@ LAYERS = {
 }
 
 # Known offences, each (file, imported module), left for their apps' owners to remove while
-# those apps are being reorganised (issue 17); an entry that no longer offends must go.
+# those apps are being reorganised; an entry that no longer offends must go.
 KNOWN_OFFENCES: set[tuple[str, str]] = set()
 
 _BY_NAME = {"import_module", "__import__", "get_model", "include"}

@@ -1,4 +1,5 @@
-"""The job lifecycle has one writer (issue 17, item 1): matcher.services, with the claim
+"""The job lifecycle has one writer (docs/developer-guide.md, One writer of the job tables):
+matcher.services, with the claim
 statement of matcher/claims.py. Every other module of every app (migrations and tests aside)
 writes no job table: no ORM write on Job, JobStatusHistory, TaskQueueJob or
 TaskQueuePriorityCount (nor creating or deleting a TaskQueue), no save() of a job, no raw SQL

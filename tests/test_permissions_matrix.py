@@ -4,11 +4,11 @@ Subjects: anonymous; alice (a user, lhcb_user: no JobSharing); bob (another lhcb
 erin (lhcb_mc, which has JobSharing, so she shares carol's lhcb_mc jobs); pilot (the generic
 pilot credential, lhcb_pilot); admin (staff).
 
-Expectations come from DESIGN §5 and the code: anonymous visitors see nothing but the login
-page (API: 401 saying how to authenticate; pages, the API's documentation and, for a browser,
-its schema: a redirect to the login page that comes back); a user sees and acts on its own jobs,
-tasks and job ads and on those of its JobSharing groups, and someone else's are 404 (their
-existence is not revealed); a pilot reports only on the jobs it was given (403); staff edit
+Expectations come from docs/developer-guide.md, Who sees what, and the code: anonymous visitors see
+nothing but the login page (API: 401 saying how to authenticate; pages, the API's documentation and,
+for a browser, its schema: a redirect to the login page that comes back); a user sees and acts on
+its own jobs, tasks and job ads and on those of its JobSharing groups, and someone else's are 404
+(their existence is not revealed); a pilot reports only on the jobs it was given (403); staff edit
 shares, parameters and topology, everyone else gets 403; production tasks need a group with the
 ProductionManagement property (erin's lhcb_mc), analysis tasks are open to every user.
 
@@ -143,7 +143,7 @@ ROWS = [
         {"pilot_reference": "never-registered"},
         "D 403 403 403 403 403",
     ),
-    # A job's sandbox (issue 14): its pilot fetches its inputs (dave's job has none) and
+    # A job's sandbox: its pilot fetches its inputs (dave's job has none) and
     # uploads its outputs (multipart only: a JSON body is refused before anyone is asked);
     # those who see the job see its outputs and logs.
     (

@@ -94,7 +94,7 @@ def test_a_pilot_run_by_hand_reports_only_its_own_jobs(live_server, submit, user
 
 
 def test_the_demos_local_worker_node_runs_a_newcomers_hello_job(live_server, users, api):
-    """The README's example on `make run`: a job with only an executable, arguments and a CPU
+    """The user guide's example on `make run`: a job with only an executable, arguments and a CPU
     time goes to the Local pool's real pilots (never to a simulated one) and its stdout reads
     hello."""
     from pilots.demo import local_worker_node

@@ -1,8 +1,8 @@
-"""Issue 15, "say why": the Shares page and GET /api/v1/shares/ show, per group and user, the
-waiting jobs some active CE can serve, the slots that could take them, the pilots of the last
-hour and how many found work, the best TaskQueue rank, the clamp, and the main reason when it
-is more than 2 points off its share; a TaskQueue no active CE can serve is flagged on its page
-and in "why is my job not running", with the CE limits it exceeds."""
+"""Why a share is missed (docs/user-guide.md, Fair share): the Shares page and GET /api/v1/shares/
+show, per group and user, the waiting jobs some active CE can serve, the slots that could take them,
+the pilots of the last hour and how many found work, the best TaskQueue rank, the clamp, and the
+main reason when it is more than 2 points off its share; a TaskQueue no active CE can serve is
+flagged on its page and in "why is my job not running", with the CE limits it exceeds."""
 
 import html
 import re

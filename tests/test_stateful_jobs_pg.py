@@ -1,5 +1,5 @@
 """Users, pilots and staff at random through the API, on PostgreSQL (a hypothesis rule-based
-state machine; issue 19's acceptance): submissions by three users (two of them in JobSharing
+state machine): submissions by three users (two of them in JobSharing
 groups, one of which a fourth user shares), pilots of three credentials (the generic one,
 staff's, a user's private one) registering and claiming, with or without a reference
 (references are per credential: the same one names another pilot for another credential);

@@ -1,5 +1,5 @@
-"""The timeout rules' gdpconfig keys (seed "Timeout Rules"; PanDA's names and defaults where it
-has them, reference/panda.md §7).
+"""The timeout rules' gdpconfig keys (docs/developer-guide.md, Timeout rules and fast
+rebrokerage; PanDA's names and defaults where it has them).
 
 Units: every TIMEOUT_* and HEARTBEAT_TIMEOUT* value is in **hours** (PanDA's HEARTBEAT_TIMEOUT
 and TIMEOUT_holding are hours too); transtimehi / transtimelo are in **days**, as in PanDA.

@@ -1,4 +1,5 @@
-"""The timeout rules and fast rebrokerage (seed "Timeout Rules"), as pure functions.
+"""The timeout rules and fast rebrokerage (docs/developer-guide.md, Timeout rules and fast
+rebrokerage), as pure functions.
 
 No ORM here: plain job and queue views in, decisions out. `timeouts.services` scans the jobs
 with SQL built from the same rules (a superset filter) and asks `fired` which rule, if any,
@@ -13,7 +14,7 @@ Every rule measures an age against a limit:
 A job may satisfy several rules (a starting job stuck for 2 days whose pilot is silent too):
 the rule whose deadline came first fires; on equal deadlines, the seed's order.
 
-Actions, as PanDA does them (reference/panda.md §7):
+Actions, as PanDA does them:
 - `rebroker` (PanDA "reassign"): pending, assigned, activated/starting 2 days, the 4 h
   rule for high-priority jobs at inactive queues, fast rebrokerage. A task's job goes back to
   `defined` and through job brokerage again; a plain DIRAC job is rescheduled into its

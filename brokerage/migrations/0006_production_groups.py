@@ -1,5 +1,5 @@
 """The groups that already own production tasks keep the right to submit them: they get the
-ProductionManagement property that production tasks now need (issue 18)."""
+ProductionManagement property that production tasks now need."""
 
 from django.db import migrations
 

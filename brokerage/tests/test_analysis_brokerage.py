@@ -1,4 +1,4 @@
-"""Analysis job brokerage (seeds/panda-brokerage.txt, "ATLAS Analysis Job Brokerage"): each
+"""Analysis job brokerage (docs/developer-guide.md, PanDA brokerage): each
 throttle, each filter, each stabilizer quantity and both weights, with numbers by hand."""
 
 from collections import Counter

@@ -1,9 +1,9 @@
 """The task `architecture` parser and the CPU/GPU/container/release checks.
 
-brokerage/architecture.py against seeds/panda-brokerage.txt ("Checks for CPU and/or GPU Hardware",
-"Checks for Fat Containers", "Checks for Releases, Caches, or Nightlies", the AGLT2 queue JSON) and
-DESIGN.md §6 (`!=` on vram/cuda/driver works; a queue list `[""]` accepts any value). Pure
-functions, no database.
+brokerage/architecture.py against PanDA's brokerage description (the checks for CPU and GPU
+hardware, for fat containers and for releases, caches or nightlies, the AGLT2 queue JSON) and the
+project's choices where PanDA's code differs (`!=` on vram/cuda/driver works; a queue list `[""]`
+accepts any value): docs/developer-guide.md, PanDA brokerage. Pure functions, no database.
 """
 
 from types import SimpleNamespace
@@ -687,7 +687,7 @@ def test_exactly_15_gb_vram_is_accepted_by_a_t4_queue():
 
 
 def test_vram_not_equal_works_unlike_pandas_code():
-    # DESIGN §6: `!=` on vram/cuda/driver works.
+    # `!=` on vram/cuda/driver works (docs/developer-guide.md, PanDA brokerage).
     assert check_gpu(parse("#&nvidia:vram!=16384"), GPU_QUEUE, [A100]) is None
     assert check_gpu(parse("#&nvidia:vram!=16384"), GPU_QUEUE, [P100]) is not None
 
@@ -1003,7 +1003,8 @@ def test_hardware_problem_is_reported_before_software():
     assert "aarch64" in problem
 
 
-# --- an attribute the queue does not publish (DESIGN §6; issue 18, defect 21b) ----------------
+# --- an attribute the queue does not publish ---------------------------------------------------
+# (docs/developer-guide.md, Absent values and wildcards)
 
 
 @pytest.mark.parametrize(

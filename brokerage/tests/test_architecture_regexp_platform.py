@@ -31,7 +31,7 @@ def test_a_task_with_a_regexp_platform_passes_the_release_check_where_it_resolve
 
 def test_a_regexp_platform_that_also_matches_its_own_text_resolves_to_the_queues_cmtconfig():
     # `gcc.*` matches the two characters ".*" too, so the pattern matches its own text; it is
-    # still a regexp and resolves like any other (issue 18, defect 21a).
+    # still a regexp and resolves like any other.
     assert (
         architecture.resolve_platform("x86_64-el9-gcc.*-opt", SOFTWARE["cmtconfigs"])
         == "x86_64-el9-gcc13-opt"

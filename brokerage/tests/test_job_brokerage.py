@@ -1,4 +1,4 @@
-"""Production job brokerage (seeds/panda-brokerage.txt, "ATLAS Production Job Brokerage"):
+"""Production job brokerage (docs/developer-guide.md, PanDA brokerage):
 each check removes a queue with the values it compared, and lets the queue next to the limit
 through; the weight's factors match numbers worked out by hand."""
 

@@ -1,6 +1,6 @@
 """The network weight of a satellite → nucleus link (brokerage/network.py).
 
-reference/panda.md §2 "Network weight" and the seed's "Network Weight":
+PanDA's network weight (docs/developer-guide.md, PanDA brokerage):
 weight = importance × queuedW + (1 − importance) × throughputW,
 queuedW = 2 − queued / NQUEUED_SAT_CAP, throughputW from the freshest throughput (1 h, else 1 d,
 else 1 w), else from the closeness 1 + (11 − closeness) / 11 (missing closeness: 7.7); same

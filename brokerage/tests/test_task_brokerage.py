@@ -1,4 +1,4 @@
-"""Production task brokerage (seeds/panda-brokerage.txt, "ATLAS Production Task Brokerage")."""
+"""Production task brokerage (docs/developer-guide.md, PanDA brokerage)."""
 
 import random
 

@@ -5,7 +5,7 @@ import pytest
 
 from classads import semantics
 
-# The seed's modified DAG submit file (seeds/condor-g-matchmaking.txt), verbatim.
+# The seed's modified DAG submit file (Condor-G matchmaking as USCMS ran it), verbatim.
 SEED_DAG_SUBMIT = """\
 universe = globus
 +WANT_USCMS_MATCHMAKER = True

@@ -1,4 +1,4 @@
-"""Issue 19, defect 3: every gdpconfig parameter is held to the columns and uses it feeds.
+"""Every gdpconfig parameter is held to the columns and uses it feeds.
 
 A staff setting used to break submission for everyone (a 100,000-character DefaultSetup made
 every job submitted without a setup a 500: `value too long for type character varying(64)`),

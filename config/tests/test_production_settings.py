@@ -15,7 +15,8 @@ from tests._databases import scratch_database
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "a-production-secret-key-" + "k3y" * 20
 
-# The documented production environment behind a TLS-terminating proxy (README, Production).
+# The documented production environment behind a TLS-terminating proxy
+# (docs/operator-guide.md, Behind a TLS-terminating proxy).
 PRODUCTION_ENV = {
     "DEBUG": "0",
     "SECRET_KEY": SECRET,

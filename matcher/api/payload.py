@@ -1,6 +1,6 @@
-"""What a job runs, as a submission gives it (issue 14): the executable, its arguments and
-environment, the output sandbox's names and patterns, stdout's and stderr's names. Each bad
-value is a 400 naming its field with one message (never a child's position: "each argument
+"""What a job runs, as a submission gives it (docs/user-guide.md, What a job runs): the executable,
+its arguments and environment, the output sandbox's names and patterns, stdout's and stderr's names.
+Each bad value is a 400 naming its field with one message (never a child's position: "each argument
 must be a string")."""
 
 from __future__ import annotations

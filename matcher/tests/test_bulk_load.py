@@ -59,7 +59,7 @@ def test_the_demo_command_is_safe_to_run_twice(db):
     call_command("demo", "--jobs", "30", "--if-empty")
     call_command("demo", "--jobs", "30")
     assert Job.objects.exclude(owner__username="tester").count() == 30
-    assert Job.objects.filter(owner__username="tester").count() == 1  # the README's example
+    assert Job.objects.filter(owner__username="tester").count() == 1  # the user guide's example
     from shares.models import GridGroup
 
     shares = dict(GridGroup.objects.values_list("name", "job_share"))

@@ -1,4 +1,5 @@
-"""A job's pilot fetches its input files and uploads its outputs (issue 14's contract §2):
+"""A job's pilot fetches its input files and uploads its outputs (docs/user-guide.md, What a
+job runs):
 only the pilot that claimed the job, only while it holds it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One job's payload, from the match answer's `payload` to the job's final status report
-(issue 14, contract §2). Standard library only: this runs on a worker node.
+(docs/user-guide.md, What a job runs). Standard library only: this runs on a worker node.
 
 1. Report `starting`; make a fresh working directory (`tempfile.mkdtemp` under the pilot's
    `--workdir`, mode 0700); download each input sandbox file into it and check its size and

@@ -1,4 +1,5 @@
-"""The demo's waiting jobs are made like the simulator's (issue 15, item 4): the jobs that wait
+"""The demo's waiting jobs are made like the simulator's (docs/user-guide.md, The demo world): the
+jobs that wait
 when `make run` starts ask for what the arriving jobs ask for and run as long, and the demo's
 corrector remembers hours, not the seed's week."""
 
@@ -25,7 +26,7 @@ def test_the_demos_waiting_jobs_ask_for_what_the_simulators_ask_for(db):
         assert set(job.sites) <= set(DEMO_SITES) and len(job.sites) <= 3
         restricted += bool(job.sites)
     assert 0 < restricted < 400
-    assert Job.objects.filter(owner__username=demo.EXAMPLE_USER).count() == 1  # the README's
+    assert Job.objects.filter(owner__username=demo.EXAMPLE_USER).count() == 1  # the user guide's
 
 
 def test_the_site_test_that_no_director_pilot_serves_takes_no_cut_of_lhcb_users_share(db):

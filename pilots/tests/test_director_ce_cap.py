@@ -1,4 +1,4 @@
-"""SiteDirectorPilotCap (issue 15): as DIRAC's later SiteDirector, a CE takes no more new pilots
+"""SiteDirectorPilotCap: as DIRAC's later SiteDirector, a CE takes no more new pilots
 than the waiting jobs a pilot there could run, less the pilots already waiting there; off, the
 seed's per-TaskQueue cap alone (int((1 + extraPilotFraction) * J) + extraPilots - waiting)."""
 

@@ -1,4 +1,4 @@
-"""The director's numbers by hand (seeds/dirac-taskqueue-director.txt)."""
+"""The director's numbers by hand (docs/developer-guide.md, The TaskQueue director)."""
 
 import random
 from collections import Counter

@@ -1,4 +1,4 @@
-"""The pilot runs a job's real payload (issue 14, item 2 and the pilot's half of item 5): tested
+"""The pilot runs a job's real payload (docs/user-guide.md, What a job runs): tested
 on pilots/client alone against a small fake gridwms (http.server in a thread) that serves the
 contract's pilot endpoints with canned answers and records everything it receives."""
 

@@ -1,6 +1,6 @@
-"""A claim is bound to the pilot that makes it (issue 19, defect 1): a pilot is its credential's
+"""A claim is bound to the pilot that makes it: a pilot is its credential's
 (references are unique per credential), the match binds the job to the caller's own pilot, and
-only that credential reports on the job. With the pilot inputs of defect 6: registration names a
+only that credential reports on the job. With the pilots' inputs checked: registration names a
 known site and a CE of it, a heartbeat only on a job a pilot holds, no NUL in a description."""
 
 import random

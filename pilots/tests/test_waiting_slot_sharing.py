@@ -1,5 +1,5 @@
 """The simulated CEs' free waiting slots are shared among a director cycle's TaskQueues in
-proportion to their lambda, not taken by the TaskQueues handed over first (issue 15)."""
+proportion to their lambda, not taken by the TaskQueues handed over first."""
 
 import random
 

@@ -1,4 +1,5 @@
-"""Priorities derived by hand from seeds/dirac-job-priorities.txt."""
+"""Priorities derived by hand from DIRAC's rules (docs/developer-guide.md, Job priorities and
+share corrections)."""
 
 import pytest
 

@@ -1,7 +1,7 @@
 """Every chart fits its card, at a narrow and a wide window: the figure, its plotted area, its
 tick labels, axis titles and legend lie inside the card around it; the axes read: the plotted
 area has half the chart's width at least, no two x tick labels overlap (as drawn, rotated or
-not), and no time axis is ticked in fractions of a second (issue 16: at 1400 px the charts
+not), and no time axis is ticked in fractions of a second (once, at 1400 px, the charts
 overflowed and the share chart's date labels ran into each other). Each page is loaded at the
 width it is checked at (as a user opens it), and once more after the window is made narrower
 (plotly's responsive redraw)."""

@@ -1,4 +1,4 @@
-"""The jobs list as a user works it (issue 16, item 1): sort by clicking a column header, search,
+"""The jobs list as a user works it: sort by clicking a column header, search,
 apply a time range and a page size, then export CSV and find in it exactly what the API answers
 for the same filters, and nothing of another user's."""
 

@@ -1,4 +1,4 @@
-"""The monitoring summaries as an operator uses them (issue 16, item 3): the site × state
+"""The monitoring summaries as an operator uses them: the site × state
 matrix, one of its cells followed to the jobs list it counts, and the error summary over a
 time window, its histogram drawn."""
 

@@ -1,5 +1,5 @@
 """Tasks through their pages: the trace of a throttled analysis run opened from the home page,
-a task's failed jobs and back, a task's page reaching its final state (issue 18, 2-4)."""
+a task's failed jobs and back, a task's page reaching its final state."""
 
 import itertools
 import re

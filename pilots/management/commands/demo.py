@@ -47,7 +47,8 @@ class Command(BaseCommand):
                 batch_size=1000,
                 progress=ProgressBar("demo jobs", self.stderr),
                 # The simulator's jobs: the work waiting at the start asks for what the work
-                # that arrives later asks for, and runs as long (issue 15, item 4).
+                # that arrives later asks for, and runs as long (docs/user-guide.md, The demo
+                # world).
                 templates=pilot_demo.job_templates(2026),
                 cpu_times=demo.CPU_TIMES,
             )
@@ -55,7 +56,8 @@ class Command(BaseCommand):
             recompute_priorities()
             self.stdout.write(f"{result.jobs} jobs waiting in {result.taskqueues} TaskQueues.")
             self.stdout.write(
-                f"Job {example} of {demo.EXAMPLE_USER} waits for the README's hand-started pilot."
+                f"Job {example} of {demo.EXAMPLE_USER} waits for a pilot started by hand "
+                "(docs/user-guide.md, Matching)."
             )
             if pilots:
                 started = pilot_demo.first_pilots()
