@@ -1,5 +1,5 @@
 """Concurrency on PostgreSQL with several processes: no job lost, none in two TaskQueues, one
-TaskQueue per definition, one cycle run at a time. Skipped on SQLite (its writes are serialised)."""
+TaskQueue per definition, one cycle run at a time."""
 
 import multiprocessing
 

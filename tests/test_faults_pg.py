@@ -1,7 +1,7 @@
 """Faults on PostgreSQL with real processes: a matcher SIGKILLed mid-claim loses no job and
 duplicates none; a cycle SIGKILLed mid-way leaves consistent state and the next run completes
 it; two processes starting one cycle at once never run it twice at the same time.
-Skipped on SQLite. Child processes are in tests/_fault_workers.py."""
+Child processes are in tests/_fault_workers.py."""
 
 import itertools
 import multiprocessing

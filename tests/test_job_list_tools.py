@@ -54,7 +54,7 @@ def jobs(submit):
         Job.objects.filter(pk=job.pk).update(status=status, site=site, status_changed=changed)
         clock.advance(3600)
         out.append(job.pk)
-    # A job that never joined a TaskQueue: its NULL sorts as 0, on SQLite and PostgreSQL alike.
+    # A job that never joined a TaskQueue: its NULL sorts as 0.
     Job.objects.filter(pk=out[4]).update(task_queue=None)
     return Job.objects.filter(pk__in=out).select_related("owner", "owner_group")
 

@@ -1,7 +1,7 @@
 """The matcher's view across processes on PostgreSQL: what another process creates, drops or
 re-prioritises is seen through the change log without a full reload; a match that empties a
 TaskQueue answers at once and the drop and the priorities follow in the background, with the
-priorities exactly those of an inline recomputation. Skipped on SQLite."""
+priorities exactly those of an inline recomputation."""
 
 import multiprocessing
 

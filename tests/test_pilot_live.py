@@ -121,4 +121,5 @@ def test_the_demos_local_worker_node_runs_a_newcomers_hello_job(live_server, use
     job = Job.objects.get(pk=job_id)
     assert (job.site, job.exit_code) == ("DIRAC.Local.ch", 0)
     log = alice.get(f"/api/v1/jobs/{job_id}/log/?stream=stdout")
-    assert log.content == b"hello\n"
+    body = b"".join(log.streaming_content) if log.streaming else log.content
+    assert body == b"hello\n"

@@ -1,5 +1,5 @@
 """Retention beside live transactions, on PostgreSQL: a row another transaction holds is skipped,
-never waited for, and left for a later run. Skipped on SQLite (writes are serialised there)."""
+never waited for, and left for a later run."""
 
 from __future__ import annotations
 

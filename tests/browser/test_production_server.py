@@ -1,8 +1,8 @@
 """The production server as an operator starts it: `make serve` (the web server with two workers
 and the django-q2 cluster, DEBUG off, static files from collectstatic's manifest) in a process
-group of its own, on a fresh SQLite file; then the user guide's API calls, the pages in a real
-browser, health, metrics and logs through it, and a clean stop. Both web servers: granian (the
-default) and gunicorn."""
+group of its own, on an empty database of its own; then the user guide's API calls, the pages in
+a real browser, health, metrics and logs through it, and a clean stop. Both web servers: granian
+(the default) and gunicorn."""
 
 import json
 import os
