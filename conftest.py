@@ -4,6 +4,7 @@ import os
 
 import pytest
 from django.conf import settings as django_settings
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from config import clock, gdpconfig
@@ -33,11 +34,19 @@ def suite_environment() -> dict[str, str]:
 os.environ.update(suite_environment())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _suite_settings_everywhere():
+    """For the whole session: module-scoped fixtures (a shared world) read them too."""
+    with override_settings(**SUITE_SETTINGS):
+        yield
+
+
 @pytest.fixture(autouse=True)
-def _suite_settings(request, settings):
-    production = request.node.get_closest_marker("production_lifetimes") is not None
-    for name, value in (PRODUCTION_SETTINGS if production else SUITE_SETTINGS).items():
-        setattr(settings, name, value)
+def _suite_settings(request, _suite_settings_everywhere):
+    if request.node.get_closest_marker("production_lifetimes") is not None:
+        settings = request.getfixturevalue("settings")
+        for name, value in PRODUCTION_SETTINGS.items():
+            setattr(settings, name, value)
 
 
 @pytest.fixture(autouse=True)
