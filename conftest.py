@@ -21,7 +21,9 @@ SUITE_SETTINGS = {
     "TOPOLOGY_CACHE_SECONDS": 0.0,
     "HOUSEKEEPING_IN_BACKGROUND": False,
 }
-PRODUCTION_SETTINGS = {name: getattr(django_settings, name) for name in SUITE_SETTINGS}
+# Production's values are the settings' defaults, not what this process read: a worker process
+# of the suite inherits SUITE_SETTINGS in its environment.
+PRODUCTION_SETTINGS = {name: django_settings.LIFETIME_DEFAULTS[name] for name in SUITE_SETTINGS}
 
 
 def suite_environment() -> dict[str, str]:

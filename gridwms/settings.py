@@ -261,13 +261,31 @@ FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 # Each bounds how late a change made by another process is seen (docs/operator-guide.md,
 # Parameters): the matcher's view of the TaskQueues, gdpconfig values, API tokens, the sites and
 # CEs.
-TASKQUEUE_VIEW_REFRESH_SECONDS = env_float("TASKQUEUE_VIEW_REFRESH_SECONDS", 1.0)
-GDPCONFIG_REFRESH_SECONDS = env_float("GDPCONFIG_REFRESH_SECONDS", 2.0)
-API_TOKEN_CACHE_SECONDS = env_float("API_TOKEN_CACHE_SECONDS", 5.0)
-TOPOLOGY_CACHE_SECONDS = env_float("TOPOLOGY_CACHE_SECONDS", 5.0)
 # Dropping emptied TaskQueues and recomputing the priorities their groups are due: in a thread of
-# each process after the commit (on), or at once in the caller's thread (off).
-HOUSEKEEPING_IN_BACKGROUND = env_bool("HOUSEKEEPING_IN_BACKGROUND", True)
+# each process after the commit (on), or at once in the caller's thread (off). The defaults, in
+# one place (the test suite proves them as bounds).
+LIFETIME_DEFAULTS = {
+    "TASKQUEUE_VIEW_REFRESH_SECONDS": 1.0,
+    "GDPCONFIG_REFRESH_SECONDS": 2.0,
+    "API_TOKEN_CACHE_SECONDS": 5.0,
+    "TOPOLOGY_CACHE_SECONDS": 5.0,
+    "HOUSEKEEPING_IN_BACKGROUND": True,
+}
+TASKQUEUE_VIEW_REFRESH_SECONDS = env_float(
+    "TASKQUEUE_VIEW_REFRESH_SECONDS", LIFETIME_DEFAULTS["TASKQUEUE_VIEW_REFRESH_SECONDS"]
+)
+GDPCONFIG_REFRESH_SECONDS = env_float(
+    "GDPCONFIG_REFRESH_SECONDS", LIFETIME_DEFAULTS["GDPCONFIG_REFRESH_SECONDS"]
+)
+API_TOKEN_CACHE_SECONDS = env_float(
+    "API_TOKEN_CACHE_SECONDS", LIFETIME_DEFAULTS["API_TOKEN_CACHE_SECONDS"]
+)
+TOPOLOGY_CACHE_SECONDS = env_float(
+    "TOPOLOGY_CACHE_SECONDS", LIFETIME_DEFAULTS["TOPOLOGY_CACHE_SECONDS"]
+)
+HOUSEKEEPING_IN_BACKGROUND = env_bool(
+    "HOUSEKEEPING_IN_BACKGROUND", LIFETIME_DEFAULTS["HOUSEKEEPING_IN_BACKGROUND"]
+)
 
 # --- Cache shared by all processes (gdpconfig generation, throttles) ---------------------------
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -10,7 +10,10 @@ if [ -z "${DATABASE_URL:-}" ]; then
   DATABASE_URL="$(.venv/bin/python -m gridwms.embedded_pg start)" || exit 1
   export DATABASE_URL
 fi
-.venv/bin/pytest --durations=25 "$@"  # the slowest, to keep CI within its 30 minutes
+# Two workers (PYTEST_WORKERS): one test process leaves the second core mostly idle, the database
+# server's share included. A test file stays on one worker, so its module-scoped worlds are built
+# once. --durations: the slowest, to keep CI within its 30 minutes.
+.venv/bin/pytest -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=25 "$@"
 rc=$?
 [ "$embedded_started" = 1 ] && .venv/bin/python -m gridwms.embedded_pg stop
 if [ "$rc" -eq 5 ]; then
