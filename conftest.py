@@ -86,6 +86,18 @@ def users(world):
 
 
 @pytest.fixture
+def panda(world):
+    """The demo world with PanDA's demo topology and global shares, for task brokerage."""
+    from brokerage import demo
+    from brokerage.models import GlobalShare
+    from brokerage.topology_import import import_topology
+
+    import_topology(demo.topology())
+    for name, target in demo.GLOBAL_SHARES:
+        GlobalShare.objects.create(name=name, target_pct=target)
+
+
+@pytest.fixture
 def api():
     """api(user) -> an APIClient authenticated as that user (None: anonymous)."""
 

@@ -5,9 +5,7 @@ sandboxes/tests/test_file_names_refuse_hidden_characters.py.)"""
 
 import pytest
 
-from brokerage import demo
-from brokerage.models import GlobalShare, Task
-from brokerage.topology_import import import_topology
+from brokerage.models import Task
 from matcher.models import Job
 from sandboxes.tests.conftest import JOB
 
@@ -26,13 +24,6 @@ TASK_FORM = {
     "n_jobs": 1,
     "n_events_per_job": 10,
 }
-
-
-@pytest.fixture
-def panda(world):
-    import_topology(demo.topology())
-    for name, target in demo.GLOBAL_SHARES:
-        GlobalShare.objects.create(name=name, target_pct=target)
 
 
 # --- job names ----------------------------------------------------------------------------------

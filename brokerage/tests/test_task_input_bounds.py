@@ -5,9 +5,7 @@ parameter is bounded. Each refusal is a 400 naming the field, and nothing is sto
 
 import pytest
 
-from brokerage import demo
-from brokerage.models import GlobalShare, Task
-from brokerage.topology_import import import_topology
+from brokerage.models import Task
 from matcher.models import Job
 
 URL = "/api/v1/tasks/"
@@ -26,13 +24,6 @@ TASK_FORM = {
     "n_jobs": 1,
     "n_events_per_job": 10,
 }
-
-
-@pytest.fixture
-def panda(world):
-    import_topology(demo.topology())
-    for name, target in demo.GLOBAL_SHARES:
-        GlobalShare.objects.create(name=name, target_pct=target)
 
 
 def post(api, user, body):
