@@ -26,12 +26,26 @@ def env_bool(name: str, default: bool = False) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _env_number(name: str, default, kind):
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        # One line naming the variable, no traceback (an operator reads it in a unit's log).
+        raise SystemExit(
+            f"gridwms: {name}={value!r} is not a number ({kind.__name__}); see "
+            "docs/operator-guide.md, Parameters"
+        ) from None
+
+
 def env_int(name: str, default: int) -> int:
-    return int(os.environ.get(name, default))
+    return _env_number(name, default, int)
 
 
 def env_float(name: str, default: float) -> float:
-    return float(os.environ.get(name, default))
+    return _env_number(name, default, float)
 
 
 DEBUG = env_bool("DEBUG", True)

@@ -57,6 +57,15 @@ def test_production_refuses_to_start_without_its_secret_key_or_database(missing)
     assert missing in lines[0] and "production" in lines[0]
 
 
+@pytest.mark.parametrize("name", ["TASKQUEUE_VIEW_REFRESH_SECONDS", "CONN_MAX_AGE"])
+def test_a_setting_that_is_not_a_number_stops_the_start_with_one_line_naming_it(name):
+    result = manage("check", **{**PRODUCTION_ENV, name: "one second"})
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # no traceback
+    assert name in lines[0] and "not a number" in lines[0]
+
+
 def test_check_deploy_is_clean_with_the_documented_production_environment():
     result = manage("check", "--deploy", "--fail-level", "WARNING", **PRODUCTION_ENV)
     assert result.returncode == 0, result.stdout + result.stderr
