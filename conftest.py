@@ -7,7 +7,7 @@ from django.conf import settings as django_settings
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from config import clock, gdpconfig
+from core import clock, gdpconfig
 
 # The suite's cache lifetimes and background work, set as a site would set them: every process
 # sees its own and the others' changes at once, and housekeeping runs in the caller's thread, so
@@ -113,8 +113,8 @@ def api():
 @pytest.fixture
 def submit(users):
     """submit(username, **fields) -> the stored Job, through the service layer."""
+    from api.matcher.serializers import JobSubmitSerializer, SubmissionContext
     from matcher import services
-    from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 
     def make(username="alice", **fields):
         user = users[username]

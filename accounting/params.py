@@ -1,6 +1,6 @@
 """The accounting's gdpconfig keys."""
 
-from config.gdpconfig import INT, Param, register
+from core.gdpconfig import INT, Param, register
 
 ACCOUNTING_DAYS = register(
     Param(

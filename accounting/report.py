@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from django.db.models import Sum
 
 from accounting.models import AccountingBin
-from config import clock
+from core import clock
 
 GROUPINGS = {"group": "group__name", "user": "user__username", "site": "site", "ce": "ce"}
 WINDOWS = {6: "last 6 hours", 24: "last day", 168: "last week", 720: "last 30 days"}

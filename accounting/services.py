@@ -15,8 +15,8 @@ from django.db.models import Count, F, Max, Sum
 from django.db.models.functions import Coalesce, TruncHour
 
 from accounting.models import AccountingBin, AccountingMark
-from config import clock, gdpconfig
-from config.cycles import cycle
+from core import clock, gdpconfig
+from core.cycles import cycle
 from matcher.lifecycle import FAILED, FINISHED, RUNNING_STATES
 from matcher.models import Job, JobStatusHistory
 

@@ -52,7 +52,7 @@ class DBTimer:
 
 def build_world(rng, n_tasks, n_queues, n_sites, n_nuclei, jobs_per_task, n_background):
     from brokerage.models import NetworkLink, Nucleus, PandaQueue, Storage, Task, TaskJob
-    from config import clock, gdpconfig
+    from core import clock, gdpconfig
     from matcher import demo
     from matcher import services as job_services
     from matcher.models import Job, JobStatus, Site
@@ -203,7 +203,7 @@ def main() -> None:
 
         from brokerage.models import BrokerageRun
         from brokerage.services.production import job_brokerage
-        from config import gdpconfig
+        from core import gdpconfig
 
         rng = random.Random(2026)
         _queues, make_tasks = build_world(

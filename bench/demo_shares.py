@@ -6,7 +6,7 @@
 The demo world as `manage.py demo` loads it (3,000 jobs, a first director cycle), then the
 simulator's ticks (`simulation_tick`: arrivals, every cycle due, heartbeats, silent pilots) of
 --step-minutes on the shared simulated clock, paused and moved by this script; a throw-away
-database. Every --every-hours, the Shares page's numbers (shares.overview, as the page and
+database. Every --every-hours, the Shares page's numbers (web.shares.overview, as the page and
 /api/v1/shares/ show them) as one JSON line per group: expected and achieved (last hour),
 waiting jobs, running jobs, the reason shown when it is off. At the end a `summary` line:
 max_share_gap_pp over the groups with waiting work (the last sample), second_half_gap_pp (the
@@ -39,7 +39,7 @@ from _common import emit, throwaway_database
 
 
 def group_lines(hour: float) -> list[dict]:
-    from shares.overview import overview
+    from web.shares.overview import overview
 
     out = []
     for row in overview()["rows"]:
@@ -96,8 +96,8 @@ def main() -> None:
         from django.conf import settings
         from django.core.management import call_command
 
-        from config import clock, gdpconfig
-        from config.models import SimulationClock
+        from core import clock, gdpconfig
+        from core.models import SimulationClock
         from matcher.models import ComputingElement
         from pilots.models import Pilot, PilotStatus
         from simulation import services as simulation

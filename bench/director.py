@@ -28,7 +28,7 @@ def main() -> None:
     n_jobs, n_templates = SCALES[args.scale]
 
     with throwaway_database("director"):
-        from config.cycles import run_cycle
+        from core.cycles import run_cycle
         from matcher import bulk, demo
         from matcher.models import TaskQueue
         from matcher.taskqueue_priorities import recompute_priorities

@@ -7,9 +7,9 @@ A throw-away database; no web server, no cluster. The demo's groups (JobShares l
 not JobSharing; lhcb_mc 300 and lhcb_data 40000, JobSharing), five users in lhcb_user, the
 demo's CEs (full: 6 sites, 7 CEs, 2,000 job slots; small: 4 sites, 5 CEs, 200 slots) and a job
 mix over the four CPU segments with site and platform restrictions. The simulated clock
-(config.clock, paused, moved by this script) advances in steps of --step-minutes; at each step
+(core.clock, paused, moved by this script) advances in steps of --step-minutes; at each step
 the waiting work is topped up per entity (each keeps more servable waiting jobs than its share
-of the slots), then the real cycles run when due on their schedules (config/schedules.py, at
+of the slots), then the real cycles run when due on their schedules (core/schedules.py, at
 the step's granularity): pilot_status (the simulated CEs: pilots start, match a job through the
 dispatcher, run it for CPUTime x CPUScale, ask again), usage_sampling, priorities (the
 WMSHistory corrector, then every TaskQueue priority), taskqueue_cleanup, director (private and
@@ -125,10 +125,10 @@ def run(args) -> None:  # one scenario, read top to bottom
     from django.conf import settings
     from django.db.models import Count, F
 
-    from config import clock, gdpconfig
-    from config.cycles import run_cycle
-    from config.models import SimulationClock
-    from config.schedules import SCHEDULES
+    from core import clock, gdpconfig
+    from core.cycles import run_cycle
+    from core.models import SimulationClock
+    from core.schedules import SCHEDULES
     from matcher import demo, dispatcher, matching
     from matcher import services as job_services
     from matcher.lifecycle import RUNNING_STATES

@@ -15,7 +15,7 @@ QUEUE_BUCKETS = [(5, "<=5"), (30, "5-30"), (120, "30-120"), (10**9, ">120")]
 def diagnose(w, out) -> None:
     """Print the `diagnosis` lines of a finished run; `w` holds the run's world and tallies
     (its TaskQueues, entities, expected shares, window, pilots that ran and found no job)."""
-    from config import gdpconfig
+    from core import gdpconfig
     from matcher.models import Job, TaskQueue
     from pilots.models import (
         PILOT_WAITING_STATES,

@@ -97,8 +97,8 @@ def build_world(jobs: int, seed: int) -> dict:
 def eligible() -> int:
     """Waiting jobs the bench's pilots may take (their site and CE, the generic credential): if
     the run claimed them all, later answers would be 204s, cheaper than matches."""
+    from api.matcher.resources import ResourceDescriptionSerializer
     from matcher import dispatcher
-    from matcher.api.resources import ResourceDescriptionSerializer
     from matcher.models import TaskQueueJob
     from shares.models import User
 

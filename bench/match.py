@@ -189,7 +189,7 @@ def distinct_templates(rng: random.Random, count: int) -> list:
 
 
 def build_world(scale: Scale, seed: int, batch_size: int) -> World:
-    from config import gdpconfig
+    from core import gdpconfig
     from matcher import bulk, demo
     from matcher.dispatcher import matching_taskqueues
     from matcher.matching import Resource

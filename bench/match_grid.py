@@ -189,7 +189,7 @@ def dump_world(path: str) -> None:
     and priorities into DIRAC's own TaskQueueDB."""
     import json
 
-    from config import gdpconfig
+    from core import gdpconfig
     from matcher.models import TaskQueue, TaskQueueJob
 
     members: dict[int, list] = {}
@@ -244,7 +244,7 @@ def _groups():
 def resources() -> list:
     """Five named sites (a CE of each) x every CPU segment; platforms and tags alternately the
     CE's own or ANY."""
-    from config import gdpconfig
+    from core import gdpconfig
     from matcher.demo import SITES
     from matcher.matching import Resource
 
@@ -497,7 +497,7 @@ def submitter_process(env, seed, duration, start_at, go, out) -> None:
 
 def new_spec(rng: random.Random, group, n: int) -> dict:
     """A job spec whose requirements make a TaskQueue of its own (a batch with its own tags)."""
-    from config import gdpconfig
+    from core import gdpconfig
     from matcher import bulk
     from matcher.demo import SITES
 
@@ -519,7 +519,7 @@ def cycler_process(env, duration, start_at, go, out) -> None:
     _child(env)
     from django.db import connections
 
-    from config.cycles import run_cycle
+    from core.cycles import run_cycle
 
     out.put(("ready", "cycler"))
     go.wait()

@@ -37,7 +37,7 @@ def shape_history(n: int) -> None:
     running jobs placed at the demo's sites, their last change spread over the last week."""
     from django.db import connection
 
-    from config import clock
+    from core import clock
     from matcher.demo import SITES
 
     sites = list(SITES)
@@ -71,7 +71,7 @@ def shape_history(n: int) -> None:
 def accounting_bins(days: int = 30) -> int:
     """An hourly accounting of every (user, group) at every CE of the demo."""
     from accounting.models import AccountingBin
-    from config import clock
+    from core import clock
     from matcher.models import ComputingElement
     from shares.models import User
 

@@ -74,8 +74,8 @@ def main() -> None:
     with throwaway_database("negotiate"):
         from classads import ads, services
         from classads.models import JobAd
-        from config import clock, gdpconfig
-        from config.cycles import run_cycle
+        from core import clock, gdpconfig
+        from core.cycles import run_cycle
         from matcher import demo
         from shares.models import User
 

@@ -29,7 +29,7 @@ def main() -> None:
     n_tqs, n_users = SCALES[args.scale]
 
     with throwaway_database("priorities"):
-        from config import gdpconfig
+        from core import gdpconfig
         from matcher import demo
         from matcher.models import TaskQueue, TaskQueuePriorityCount
         from matcher.taskqueue_priorities import groups_map, recompute_priorities, taskqueue_loads

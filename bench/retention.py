@@ -37,7 +37,7 @@ def build(finished: int) -> dict:
     """Load the jobs; returns how many are in each group."""
     from django.db import connection
 
-    from config import clock
+    from core import clock
     from matcher import bulk, demo
     from matcher.models import Job, JobStatusHistory, TaskQueueJob, TaskQueuePriorityCount
 
@@ -132,7 +132,7 @@ class Matcher(threading.Thread):
 
 def drain(days: int) -> dict:
     """Run retention the way the cycle does, run after run, until nothing is left."""
-    from config import gdpconfig
+    from core import gdpconfig
     from matcher.models import JobStatusHistory
     from retention.services import run_retention
 
@@ -199,7 +199,7 @@ def main() -> None:
     with throwaway_database("retention"):
         from django.db.models import Exists, OuterRef
 
-        from config import clock, gdpconfig
+        from core import clock, gdpconfig
         from matcher.models import Job, JobStatusHistory
 
         setup = build(n)

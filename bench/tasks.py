@@ -28,7 +28,7 @@ def build(n_tasks: int, per_task: int) -> dict:
     from django.db import connection
 
     from brokerage.models import Task, TaskJob
-    from config import clock
+    from core import clock
     from matcher import bulk, demo
     from matcher.models import Job
     from shares.models import GridGroup, User

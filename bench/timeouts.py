@@ -103,7 +103,7 @@ def build(n: int) -> dict:
     from brokerage import demo as panda_demo
     from brokerage.models import PandaQueue, Task, TaskJob
     from brokerage.topology_import import import_topology
-    from config import clock, gdpconfig
+    from core import clock, gdpconfig
     from matcher import bulk, demo
     from matcher.models import Job, TaskQueueJob, TaskQueuePriorityCount
     from shares.models import GridGroup, User

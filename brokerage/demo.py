@@ -3,7 +3,7 @@ datasets with replicas, software tags and worker-node GPUs, and a few production
 
 from __future__ import annotations
 
-from config import clock
+from core import clock
 from matcher.demo import SITES
 
 NUCLEI = {"CERN-PROD": "LCG.CERN.ch", "RAL-LCG2": "LCG.RAL.uk"}

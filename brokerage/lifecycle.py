@@ -23,8 +23,8 @@ from django.db import transaction
 from django.db.models import Case, Count, Exists, OuterRef, Value, When
 
 from brokerage.models import Task, TaskJob, TaskStatus
-from config import clock
-from config.cycles import cycle
+from core import clock
+from core.cycles import cycle
 from matcher import services as job_services
 from matcher.lifecycle import LIVE_STATES
 from matcher.models import FINAL_STATES, JobStatus

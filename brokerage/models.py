@@ -12,7 +12,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from brokerage.architecture import empty as no_architecture
-from config import gdpconfig
+from core import gdpconfig
 from matcher.models import Job, Site
 from shares.models import GridGroup
 from shares.ownership import OwnedQuerySet

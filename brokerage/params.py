@@ -1,7 +1,7 @@
 """The brokerage's gdpconfig keys, with PanDA's names and PanDA's defaults."""
 
-from config.gdpconfig import BOOL, FLOAT, INT, JSON, Param, register
-from config.gdpconfig_shapes import ListOf, Obj, Text
+from core.gdpconfig import BOOL, FLOAT, INT, JSON, Param, register
+from core.gdpconfig_shapes import ListOf, Obj, Text
 
 # A CRIC software dictionary (PandaQueue.software): for ALL only the tags are read (a container
 # name resolved through their sources), the rest is refused unless CRIC publishes it.

@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from brokerage.models import Dataset, NetworkLink, Nucleus, PandaQueue, Replica, Storage
-from config import gdpconfig
+from core import gdpconfig
 from matcher.models import ComputingElement, Site
 
 SECTIONS = ("nuclei", "storages", "queues", "links", "datasets", "software", "gpus")

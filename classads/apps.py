@@ -11,4 +11,4 @@ class ClassAdsConfig(AppConfig):
 
         semantics.enable()
         semantics.self_test()
-        from classads import params, services, why  # noqa: F401  (parameters, cycles, explainers)
+        from classads import params, services  # noqa: F401  (parameters, cycles)

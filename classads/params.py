@@ -2,7 +2,7 @@
 
 import re
 
-from config.gdpconfig import INT, STR_LIST, Param, register
+from core.gdpconfig import INT, STR_LIST, Param, register
 
 # ClassAd attribute names (HTCondor: a letter or _, then letters, digits, _).
 ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

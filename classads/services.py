@@ -23,8 +23,8 @@ from django.db.models.functions import Coalesce
 
 from classads import ads, dag_nodes, expansion, negotiation
 from classads.models import JobAd, JobAdNode, JobAdStatus, SiteAd, SiteAdSample
-from config import clock, gdpconfig
-from config.cycles import cycle
+from core import clock, gdpconfig
+from core.cycles import cycle
 from matcher import services as matcher_services
 from matcher.models import FINAL_STATES, Job
 from matcher.taskqueue_priorities import groups_map
@@ -459,7 +459,7 @@ def _set_outcomes(rows: list[tuple], now) -> None:
     """Write each claimed ad's match in bulk: (status, hold_reason, site_ad_id, site_ad_name,
     site, rank, match_attrs JSON, id). Every row differs (its Rank, its expansions), and
     Django's bulk_update builds a CASE per field and row: ~3 ms a row in Python alone."""
-    from config import db
+    from core import db
 
     columns = ["status", "hold_reason", "site_ad_id", "site_ad_name", "site", "rank"]
     columns.append("match_attrs")

@@ -9,7 +9,7 @@ Everything an operator tunes comes from the environment (docs/operator-guide.md,
   WEB_TIMEOUT       seconds a request may take before its worker is restarted (default 60)
   WEB_KEEPALIVE     seconds an idle keep-alive connection is kept open (default 75)
   WEB_ACCESS_LOG    where access lines go: "-" stderr (default), a file, or "" for none
-  LOG_FORMAT=json   JSON lines for the error and the access log (config/logs.py)
+  LOG_FORMAT=json   JSON lines for the error and the access log (core/logs.py)
 The server is always the production one: DEBUG is forced off here.
 """
 
@@ -76,7 +76,7 @@ class GunicornLogger(Logger):
 
     def setup(self, cfg):
         super().setup(cfg)
-        from config.logs import JsonFormatter, json_logs
+        from core.logs import JsonFormatter, json_logs
 
         self._json = json_logs()
         if self._json:

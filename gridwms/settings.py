@@ -13,7 +13,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from config.logs import logging_config
+from core.logs import logging_config
 from gridwms import embedded_pg
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -84,7 +84,7 @@ ALLOWED_HOSTS = [
 ]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 # A refused form gets the framed 403 page saying to reload, not Django's bare one.
-CSRF_FAILURE_VIEW = "config.error_pages.csrf_failure"
+CSRF_FAILURE_VIEW = "web.core.error_pages.csrf_failure"
 
 # Behind a TLS-terminating proxy (docs/operator-guide.md, Behind a TLS-terminating proxy): each
 # is Django's setting of the same name, off by default so that a host answers plain HTTP on its
@@ -122,7 +122,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_q",
-    "config",
+    "core",
     "shares",
     "matcher",
     "pilots",
@@ -133,14 +133,15 @@ INSTALLED_APPS = [
     "retention",
     "sandboxes",
     "notifications",
-    "monitoring",
     "accounting",
+    "api",
+    "web",
 ]
 
 MIDDLEWARE = [
-    "config.metrics.RequestMetricsMiddleware",
-    "config.middleware.RequestSizeLimitMiddleware",
-    "config.middleware.DatabaseUnavailableMiddleware",
+    "core.metrics.RequestMetricsMiddleware",
+    "core.middleware.RequestSizeLimitMiddleware",
+    "core.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -149,7 +150,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.middleware.LoginRequiredMiddleware",
+    "core.middleware.LoginRequiredMiddleware",
 ]
 
 ROOT_URLCONF = "gridwms.urls"
@@ -166,7 +167,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "config.context_processors.simulated_clock",
+                "web.core.context_processors.simulated_clock",
             ],
         },
     },
@@ -196,7 +197,7 @@ else:
     DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # A request that cannot reach the database (refused, down, the pool exhausted) answers 503 with
-# this Retry-After, in seconds (config.error_pages.database_unavailable).
+# this Retry-After, in seconds (web.core.error_pages.database_unavailable).
 DB_RETRY_AFTER = env_int("DB_RETRY_AFTER", 5)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -224,8 +225,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "config.staticfinders.PlotlyJsFinder",
-    "config.staticfinders.RedocFinder",
+    "web.core.staticfinders.PlotlyJsFinder",
+    "web.core.staticfinders.RedocFinder",
 ]
 # Production serves what `collectstatic` wrote: names carrying their content's hash (cached for
 # a year, immutable) from the manifest, compressed. Development serves from the finders.
@@ -258,7 +259,7 @@ WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
 # In development whitenoise serves from the finders; staticfiles/ exists only after collectstatic.
 warnings.filterwarnings("ignore", message="No directory at")
 
-# Request bodies over this answer 413 (config.middleware.RequestSizeLimitMiddleware); forms
+# Request bodies over this answer 413 (core.middleware.RequestSizeLimitMiddleware); forms
 # and uploads are held to it too. A submission of MaxJobsPerSubmission jobs must fit.
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BYTES
@@ -307,31 +308,31 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 # --- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     # Token first: a client presenting a token is that token's user (cached a few seconds per
-    # process, config/api/authentication.py), with no session to look up.
+    # process, api/core/authentication.py), with no session to look up.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "config.api.authentication.CachedTokenAuthentication",
+        "api.core.authentication.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # orjson both ways; bodies nested deeper than 64 levels answer 400 (config/api/codec.py).
+    # orjson both ways; bodies nested deeper than 64 levels answer 400 (api/core/codec.py).
     "DEFAULT_PARSER_CLASSES": [
-        "config.api.codec.OrjsonParser",
+        "api.core.codec.OrjsonParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_RENDERER_CLASSES": [
-        "config.api.codec.OrjsonRenderer",
+        "api.core.codec.OrjsonRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_FILTER_BACKENDS": ["config.filters.StrictFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "config.pagination.DefaultCursorPagination",
+    "DEFAULT_FILTER_BACKENDS": ["web.core.filters.StrictFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "web.core.pagination.DefaultCursorPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
+    "EXCEPTION_HANDLER": "api.core.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # Per-user API rate, gdpconfig ApiUserRatePerMinute, counted in the database so that it
-    # holds across processes and hosts; pilots' routes are not counted (config/throttling.py).
-    "DEFAULT_THROTTLE_CLASSES": ["config.throttling.ApiUserRateThrottle"],
+    # holds across processes and hosts; pilots' routes are not counted (core/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ApiUserRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     # Anonymous visitors see the login page only (docs/developer-guide.md, Who sees what), not
@@ -350,10 +351,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "matcher.models.JobStatus.choices",
-        "CycleRunStatusEnum": "config.models.CYCLE_STATUS_CHOICES",
+        "CycleRunStatusEnum": "core.models.CYCLE_STATUS_CHOICES",
         "ComputingElementStatusEnum": "matcher.models.CE_STATUS_CHOICES",
         "PilotStatusEnum": "pilots.models.PilotStatus.choices",
-        "JobReportStatusEnum": "pilots.api.views.JOB_REPORT_CHOICES",
+        "JobReportStatusEnum": "api.pilots.views.JOB_REPORT_CHOICES",
         "JobAdStatusEnum": "classads.models.JOB_AD_STATUS_CHOICES",
         "TaskKindEnum": "brokerage.models.TASK_KIND_CHOICES",
         "BrokerageRunKindEnum": "brokerage.models.BROKERAGE_RUN_KIND_CHOICES",
@@ -376,7 +377,7 @@ Q_CLUSTER = {
     "sync": env_bool("Q_SYNC", False),
 }
 
-# /metrics (config/metrics.py): staff tokens, and these addresses or networks (comma-separated,
+# /metrics (core/metrics.py): staff tokens, and these addresses or networks (comma-separated,
 # e.g. the Prometheus server's). Behind a proxy every request comes from the proxy's address:
 # list only addresses the proxy does not forward from.
 METRICS_ALLOWED_ADDRESSES = [
@@ -398,5 +399,5 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "gridwms@localhost")
 # The absolute address of this site, for the links in notices.
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 
-# Plain text, or one JSON object per line with LOG_FORMAT=json (config/logs.py).
+# Plain text, or one JSON object per line with LOG_FORMAT=json (core/logs.py).
 LOGGING = logging_config(os.environ.get("LOG_LEVEL", "INFO"))

@@ -6,8 +6,9 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from config import health, metrics, refresh
-from config.login import LoginView
+from core import metrics
+from web.core import health
+from web.core.login import LoginView
 
 
 class FaviconRedirect(RedirectView):
@@ -17,10 +18,10 @@ class FaviconRedirect(RedirectView):
         return static("img/favicon.svg")
 
 
-handler400 = "config.error_pages.bad_request"
-handler403 = "config.error_pages.permission_denied"
-handler404 = "config.error_pages.not_found"
-handler500 = "config.error_pages.server_error"
+handler400 = "web.core.error_pages.bad_request"
+handler403 = "web.core.error_pages.permission_denied"
+handler404 = "web.core.error_pages.not_found"
+handler500 = "web.core.error_pages.server_error"
 
 urlpatterns = [
     path("favicon.ico", login_not_required(FaviconRedirect.as_view(permanent=True))),
@@ -28,42 +29,22 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     # First: the pilots' requests resolve fast. Namespaced: the API root lists the API's own
     # routes, not the pages of the same names.
-    path("api/v1/", include(("gridwms.api_urls", "api"), namespace="api")),
+    path("api/v1/", include(("api.urls", "api"), namespace="api")),
     path("admin/", admin.site.urls),
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
-    path("config/", include("config.urls")),
-    path("shares/", include("shares.urls")),
-    path("brokerage/", include("brokerage.urls")),
-    path("brokerage/timeouts/", include("timeouts.urls")),
-    path("simulation/", include("simulation.urls")),
-    path("classads/", include("classads.urls")),
-    path("pilots/", include("pilots.urls")),
-    path("notifications/", include("notifications.urls")),
-    path("accounting/", include("accounting.urls")),
-    path("monitoring/", include("monitoring.urls")),
-    path("", include("matcher.urls")),
+    path("config/", include("web.core.urls")),
+    path("shares/", include("web.shares.urls")),
+    path("brokerage/", include("web.brokerage.urls")),
+    path("brokerage/timeouts/", include("web.timeouts.urls")),
+    path("simulation/", include("web.simulation.urls")),
+    path("classads/", include("web.classads.urls")),
+    path("pilots/", include("web.pilots.urls")),
+    path("notifications/", include("web.notifications.urls")),
+    path("accounting/", include("web.accounting.urls")),
+    path("monitoring/", include("web.monitoring.urls")),
+    path("", include("web.matcher.urls")),
 ]
-
-# The monitoring pages offer an auto-refresh toggle (off by default, every 30 s).
-refresh.register(
-    "home",
-    "job-list",
-    "taskqueue-list",
-    "site-list",
-    "pilot-list",
-    "director",
-    "task-list",
-    "decision-list",
-    "timeouts",
-    "timeout-actions",
-    "cycle-runs",
-    "group-list",
-    "classads:site-ad-list",
-    "classads:job-ad-list",
-    "classads:negotiation",
-    "accounting",
-)

@@ -16,7 +16,7 @@ Common settings (docs/operator-guide.md, The web server and Parameters):
                           silent that long is restarted (gunicorn); default 60
   WEB_GRACEFUL_TIMEOUT    seconds a stopping server gives requests under way (default 30)
   WEB_ACCESS_LOG          "-" stderr (default), a file, or "" for none
-  LOG_FORMAT=json         JSON lines for the server's own and access logs (config/logs.py)
+  LOG_FORMAT=json         JSON lines for the server's own and access logs (core/logs.py)
 DEBUG is always off here: this is the production server.
 """
 
@@ -56,7 +56,7 @@ def metrics_dir() -> str | None:
 
 
 def log_config(access_log: str) -> dict:
-    from config.logs import JsonFormatter, json_logs
+    from core.logs import JsonFormatter, json_logs
 
     text = {"()": "logging.Formatter", "fmt": "[%(asctime)s] [%(levelname)s] %(message)s"}
     json_formatter = {"()": JsonFormatter}

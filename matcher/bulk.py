@@ -23,7 +23,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from config import clock, db, gdpconfig
+from core import clock, db, gdpconfig
 from matcher import feasibility, taskqueues
 from matcher.dispatcher import ce_resources
 from matcher.lifecycle import ACTIVATED

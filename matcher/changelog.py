@@ -11,7 +11,7 @@ The log is trimmed by the priorities cycle: entries older than RETENTION go, and
 it missed entries and reloads.
 
 The log is machinery, not grid time: its entries are stamped and trimmed by the real wall
-clock (`now()` below), never by config.clock, whose simulated grid time runs many times faster
+clock (`now()` below), never by core.clock, whose simulated grid time runs many times faster
 under `make run` (at 60x, ten minutes of grid time would be ten real seconds, and any process
 idle that long would reload every TaskQueue).
 """

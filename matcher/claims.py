@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 import psycopg
 from django.db import OperationalError, connection
 
-from config import clock
-from config.error_pages import connection_failure
+from core import clock
 from matcher import matching, races
 from matcher.models import (
     MULTI_VALUED_FIELDS,
@@ -42,6 +41,7 @@ from matcher.models import (
     TaskQueuePriorityCount,
 )
 from shares.models import GridGroup, User
+from web.core.error_pages import connection_failure
 
 # The payload's JSON columns, decoded as the requirement lists are.
 _JSON_PAYLOAD = ("arguments", "environment", "output_sandbox")

@@ -187,7 +187,7 @@ def example_job() -> int:
     waiting = Job.objects.filter(owner=user, status=JobStatus.ACTIVATED).first()
     if waiting is not None:
         return waiting.pk
-    from config import gdpconfig
+    from core import gdpconfig
 
     spec = {
         "owner_group": user.grid_groups.get(),

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from django.db import DatabaseError, transaction
 from django.db.models import Sum
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher import claims, housekeeping, matching, races
 from matcher.claims import CANDIDATE_JOBS, MatchedJob  # noqa: F401  (the matcher's vocabulary)
 from matcher.models import Job, JobStatus, TaskQueuePriorityCount

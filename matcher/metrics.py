@@ -1,4 +1,4 @@
-"""matcher's figures on /metrics, read from the database at scrape time (config/metrics.py's
+"""matcher's figures on /metrics, read from the database at scrape time (core/metrics.py's
 registry; registered in MatcherConfig.ready()): the waiting jobs and the TaskQueues."""
 
 from __future__ import annotations

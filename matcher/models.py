@@ -203,7 +203,7 @@ class Job(Requirements):
             # (owner, group) already in id order (alice's 200,000 of 1M jobs: 60 ms, not 600).
             models.Index(fields=["owner", "owner_group", "id"], name="job_owner_group_id"),
             # The jobs list sorts by any column, ties broken by id in the same direction
-            # (config.listing): one (column, id) index per column, read either way, keeps a
+            # (web.core.listing): one (column, id) index per column, read either way, keeps a
             # sorted page at 1M jobs an index scan. Owner and group are included (PostgreSQL)
             # so that a user's page is an index-only scan: the rows of others it passes over
             # are never read from the table (alice by name, newest first: 26 ms, not 400).
@@ -226,7 +226,7 @@ class Job(Requirements):
             # The jobs that entered a state within a window (the error summary: failed in the
             # last day reads ~2 % of the jobs, not all of them).
             models.Index(fields=["status", "status_changed"], name="job_status_changed"),
-            # The list sorts a NULL TaskQueue as 0 (config.listing: a cursor cannot carry NULL).
+            # The list sorts a NULL TaskQueue as 0 (web.core.listing: a cursor cannot carry NULL).
             models.Index(
                 Coalesce("task_queue", Value(0), output_field=models.BigIntegerField()),
                 F("id"),

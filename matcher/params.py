@@ -1,6 +1,6 @@
 """The matcher's live parameters (gdpconfig)."""
 
-from config.gdpconfig import BOOL, CHOICE, FLOAT, INT, STR_LIST, Param, register
+from core.gdpconfig import BOOL, CHOICE, FLOAT, INT, STR_LIST, Param, register
 from matcher.matching import DRAW_MODES, PROPORTIONAL
 
 MATCH_DRAW_MODE = register(
@@ -34,7 +34,7 @@ MATCH_CPU_SEGMENT_PRECEDENCE = register(
 )
 
 
-# --- the web form's JDL (matcher/forms.py, matcher/jdl.py) -------------------------------------
+# --- the web form's JDL (web/matcher/forms.py, matcher/jdl.py) --------------------------------
 MAX_JDL_BYTES = register(
     Param(
         name="MaxJDLBytes",

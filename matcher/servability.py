@@ -1,5 +1,5 @@
 """Which waiting work some active CE can serve at all, by the matcher's own rule
-(matcher.feasibility): per group and user for the Shares page (shares.overview's reach
+(matcher.feasibility): per group and user for the Shares page (web.shares.overview's reach
 source), and per TaskQueue for its page and "why is my job not running" (the CE limits it
 exceeds). Read-only; a bounded number of queries whatever the number of waiting jobs: the
 TaskQueues' loads (one aggregate over the per-priority counts), their definitions, the CEs.
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from matcher import feasibility, matching
 from matcher.models import ComputingElement, TaskQueue
-from matcher.selectors import register_taskqueue_facts
 from matcher.taskqueue_priorities import taskqueue_loads
 from matcher.taskqueues import MULTI_VALUED_FIELDS
-from shares.overview import Reach, register_reach_source
+from web.matcher.selectors import register_taskqueue_facts
+from web.shares.overview import Reach, register_reach_source
 
 DEFINITION_FIELDS = ("id", "setup", "cpu_time", "priority", *MULTI_VALUED_FIELDS)
 

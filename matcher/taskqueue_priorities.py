@@ -11,8 +11,8 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.dispatch import receiver
 
-from config import clock, db, gdpconfig
-from config.cycles import cycle
+from core import clock, db, gdpconfig
+from core.cycles import cycle
 from matcher import changelog
 from matcher.lifecycle import RUNNING_STATES
 from matcher.models import Job, TaskQueue, TaskQueuePriorityCount

@@ -7,5 +7,4 @@ class NotificationsConfig(AppConfig):
     verbose_name = "Notices when work ends"
 
     def ready(self) -> None:
-        # parameters, the cycle, the job page's facts
-        from notifications import facts, params, services  # noqa: F401
+        from notifications import params, services  # noqa: F401  (parameters, the cycle)

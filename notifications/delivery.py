@@ -26,7 +26,7 @@ from django.db.models.functions import RowNumber
 from django.urls import reverse
 from django.utils import timezone
 
-from config import gdpconfig
+from core import gdpconfig
 from notifications import webhooks
 from notifications.models import Channel, Kind, Notice
 

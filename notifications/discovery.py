@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from brokerage.models import Task, TaskJob, TaskStatus
-from config import clock
+from core import clock
 from matcher import lifecycle
 from matcher.models import Job, JobStatusHistory
 from notifications.models import (

@@ -66,7 +66,7 @@ class NotificationPreference(models.Model):
         return f"notification preference of {self.user_id}"
 
     def save(self, *args, **kwargs):
-        from config import clock
+        from core import clock
 
         # The history is read from where it ends when the first default is set.
         ensure_cursor(timezone.now(), clock.now())

@@ -1,6 +1,6 @@
 """The notices' gdpconfig keys."""
 
-from config.gdpconfig import INT, STR_LIST, Param, register
+from core.gdpconfig import INT, STR_LIST, Param, register
 from notifications.webhooks import ALLOWED, allow_list_problem
 
 CATEGORY = "notifications"

@@ -14,8 +14,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config import clock, gdpconfig
-from config.cycles import cycle
+from core import clock, gdpconfig
+from core.cycles import cycle
 from notifications import delivery, discovery
 from notifications.models import (
     Notice,

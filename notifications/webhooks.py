@@ -71,7 +71,7 @@ class Allowed:
 
     @classmethod
     def current(cls) -> Allowed:
-        from config import gdpconfig
+        from core import gdpconfig
 
         return cls.of(gdpconfig.get(ALLOWED))
 

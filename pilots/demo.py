@@ -4,9 +4,9 @@ inside create_world), and a first director cycle so that the demo opens on a gri
 import random
 from datetime import timedelta
 
-from config import clock, gdpconfig
-from config.cycles import run_cycle
-from config.models import ParameterValue
+from core import clock, gdpconfig
+from core.cycles import run_cycle
+from core.models import ParameterValue
 from matcher.demo import (
     CPU_TIMES,
     CREDENTIAL_DAYS,

@@ -1,4 +1,4 @@
-"""pilots' figures on /metrics, read from the database at scrape time (config/metrics.py's
+"""pilots' figures on /metrics, read from the database at scrape time (core/metrics.py's
 registry; registered when PilotsConfig.ready() imports this module): the pilots by status."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from django.db.models import Count
 from prometheus_client.core import GaugeMetricFamily
 
-from config import metrics
+from core import metrics
 
 
 @metrics.register

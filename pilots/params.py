@@ -2,8 +2,8 @@
 
 from urllib.parse import urlsplit
 
-from config.gdpconfig import BOOL, FLOAT, INT, JSON, STR, STR_LIST, Param, register
-from config.gdpconfig_shapes import Number, Obj, Text
+from core.gdpconfig import BOOL, FLOAT, INT, JSON, STR, STR_LIST, Param, register
+from core.gdpconfig_shapes import Number, Obj, Text
 
 # --- the pilot director (docs/developer-guide.md, The TaskQueue director; DIRAC's defaults) ----
 POOL_BACKENDS = ("simulated", "local", "external")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from config import clock
+from core import clock
 from matcher import dispatcher, matching, topology
 from pilots.models import Pilot, PilotStatus
 

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import Count, F
 
-from config import clock, gdpconfig
-from config.cycles import current_run_id, cycle
+from core import clock, gdpconfig
+from core.cycles import current_run_id, cycle
 from matcher import dispatcher, matching
 from matcher import services as job_services
 from matcher.lifecycle import PILOT_END_STATES, PILOT_REPORTS, RUNNING_STATES

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher.models import ComputingElement
 from pilots.models import PILOT_WAITING_STATES, Pilot, PilotStatus
 

@@ -20,7 +20,7 @@ from django.db.models import Exists, Model, OuterRef, Q
 
 from brokerage.models import BrokerageRun, TaskJob, TaskStatus
 from classads.models import JobAd, JobAdNode, JobAdStatus
-from config.models import CycleRun
+from core.models import CycleRun
 from matcher.models import FINAL_STATES, Job, JobStatusHistory, TaskQueueJob
 from pilots.models import PILOT_FINAL_STATES, DirectorDecision, Pilot, PilotStatusHistory
 from retention.params import AGES

@@ -7,7 +7,7 @@ they have one (JobCleaningAgent RemoveStatusDelay: 7 days; PilotStatusAgent Clea
 
 import os
 
-from config.gdpconfig import BOOL, INT, STR, Param, register
+from core.gdpconfig import BOOL, INT, STR, Param, register
 
 AGES = {  # kind -> (parameter, default days, what it covers)
     "jobs": (

@@ -19,8 +19,8 @@ from pathlib import Path
 import orjson
 from django.db import connection, models, transaction
 
-from config import clock, db, gdpconfig
-from config.cycles import current_run_id, cycle
+from core import clock, db, gdpconfig
+from core.cycles import current_run_id, cycle
 from retention.kinds import KINDS, Kind
 
 

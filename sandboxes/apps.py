@@ -7,6 +7,6 @@ class SandboxesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The parameters, the input manifest the pilots' match answer and the job's API show,
-        # and the job page's facts register themselves with the apps below.
-        from sandboxes import facts, params, services  # noqa: F401
+        # The parameters and the input manifest the pilots' match answer and the job's API show
+        # register themselves with the apps below.
+        from sandboxes import params, services  # noqa: F401

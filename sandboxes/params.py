@@ -1,6 +1,6 @@
 """The sandboxes' bounds and how long their files are kept (gdpconfig)."""
 
-from config.gdpconfig import INT, Param, register
+from core.gdpconfig import INT, Param, register
 
 MIB = 1024 * 1024
 

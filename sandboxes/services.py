@@ -22,12 +22,12 @@ from django.core.files import File
 from django.core.files.storage import storages
 from django.db import transaction
 
-from config import clock, gdpconfig
+from api.matcher.payload import plain_name_problem, relative_path_problem
+from api.matcher.resources import register_input_manifest
+from api.sandboxes.parsers import sent_name
+from core import clock, gdpconfig
 from matcher import services as job_services
-from matcher.api.payload import plain_name_problem, relative_path_problem
-from matcher.api.resources import register_input_manifest
 from matcher.models import Job
-from sandboxes.api.parsers import sent_name
 from sandboxes.models import SandboxFile, SandboxKind
 
 OUTPUT_KINDS = (SandboxKind.STDOUT, SandboxKind.STDERR, SandboxKind.OUTPUT)

@@ -1,5 +1,5 @@
 """Why an entity (a group, or a user of a non-JobSharing group) is off its share: pure, no
-database. shares.overview gathers the facts (the apps holding the work and the pilots register
+database. web.shares.overview gathers the facts (the apps holding the work and the pilots register
 their figures there) and asks `reasons` for the sentence the Shares page and the API show.
 
 An entity is off its share when its achieved share (running jobs, last hour) is more than

@@ -1,7 +1,7 @@
 """Fair-share parameters (gdpconfig): consolidation, the correction switch and the correctors."""
 
-from config.gdpconfig import BOOL, CHOICE, INT, JSON, STR_LIST, Param, register
-from config.gdpconfig_shapes import Number, Obj, Text
+from core.gdpconfig import BOOL, CHOICE, INT, JSON, STR_LIST, Param, register
+from core.gdpconfig_shapes import Number, Obj, Text
 from shares.corrections import MAX_TIME_SPAN, SEED_EXAMPLE, parse_instances
 from shares.priorities import AVG, SUM
 

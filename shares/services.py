@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import Sum
 
-from config import clock, gdpconfig
+from core import clock, gdpconfig
 from shares import corrections
 from shares.models import CorrectionRecord, GridGroup, GroupChange, UsageSample, UsageTick
 from shares.signals import shares_changed

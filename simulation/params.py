@@ -1,6 +1,6 @@
 """The simulated grid's live parameters: how much work arrives, how often pilots go silent."""
 
-from config.gdpconfig import FLOAT, INT, Param, register
+from core.gdpconfig import FLOAT, INT, Param, register
 
 
 def _reg(name, kind, default, help, **kw):

@@ -2,7 +2,7 @@
 heartbeats, and now and then a pilot goes silent so that the timeout rules fire.
 
 One tick is `simulation_tick`, a recorded cycle; `manage.py simulate` runs it every
-SimTickSeconds of real time. The clock it advances is the shared simulated clock (config.clock),
+SimTickSeconds of real time. The clock it advances is the shared simulated clock (core.clock),
 which staff pause, resume and speed up on the clock page.
 """
 
@@ -18,10 +18,10 @@ from django.db import transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from config import clock, gdpconfig
-from config.cycles import CYCLES, cycle, run_cycle
-from config.models import CycleRun, SimulationClock
-from config.schedules import SCHEDULES
+from core import clock, gdpconfig
+from core.cycles import CYCLES, cycle, run_cycle
+from core.models import CycleRun, SimulationClock
+from core.schedules import SCHEDULES
 from matcher import demo as demo_world
 from matcher import services as job_services
 from matcher.lifecycle import RUNNING_STATES, SIMULATED_BACKLOG_STATES
@@ -248,8 +248,8 @@ queue
 def arrive_job_ads(rng: random.Random, n: int) -> int:
     """A site ad per demo site (once), then n ClassAd job ads."""
     try:
+        from api.classads.serializers import JobAdSubmitSerializer
         from classads import services as classad_services
-        from classads.api.serializers import JobAdSubmitSerializer
         from classads.models import SiteAd
     except ImportError:  # the ClassAd app is optional for the simulator
         return 0

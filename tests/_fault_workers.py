@@ -78,7 +78,7 @@ def run_cycle_slowed_at(db_name, kind, module, name, ready, seconds):
     child_django(db_name)
     import importlib
 
-    from config.cycles import run_cycle
+    from core.cycles import run_cycle
 
     mod = importlib.import_module(module)
     original = getattr(mod, name)
@@ -100,7 +100,7 @@ def run_cycle_slowly(db_name, kind, seconds, barrier, rounds, out):
     """Run the cycle `kind` `rounds` times after the barrier, its body slowed by `seconds`;
     reports each run's status."""
     child_django(db_name)
-    from config import cycles
+    from core import cycles
 
     original = cycles.CYCLES[kind]
 

@@ -55,7 +55,7 @@ def populate(users) -> dict:
 
     from brokerage.services.production import task_brokerage
     from classads import semantics
-    from config.cycles import run_cycle
+    from core.cycles import run_cycle
 
     def client(user):
         c = APIClient()
@@ -118,8 +118,8 @@ def populate(users) -> dict:
 
 def submit_job(user, **fields):
     """A job through the service layer, as the API would store it."""
+    from api.matcher.serializers import JobSubmitSerializer, SubmissionContext
     from matcher import services
-    from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 
     fields.setdefault("cpu_time", 1000)
     s = JobSubmitSerializer(data=fields, context={"submission": SubmissionContext(user)})

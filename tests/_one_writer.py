@@ -46,7 +46,7 @@ SQL_WRITE = re.compile(
 
 
 # The database tricks write what their caller hands them: the caller is the writer.
-TOOLS = ("config/db.py",)
+TOOLS = ("core/db.py",)
 
 
 def _is_test(rel: str) -> bool:

@@ -97,7 +97,7 @@ def test_the_openapi_schema_is_a_valid_document_naming_every_router_route(
 ):
     from drf_spectacular.validation import validate_schema
 
-    from gridwms.api_urls import routes
+    from api.urls import routes
 
     assert client.get("/api/schema/").status_code in (401, 403)  # signed-in clients only
     client.force_login(django_user_model.objects.create_user("reader", password="x"))
@@ -180,7 +180,7 @@ def test_a_name_with_a_nul_character_names_no_object_without_asking_the_database
     text cannot hold NUL: a 500. The field now rejects such a name itself."""
     from rest_framework.exceptions import ValidationError
 
-    from config.api.fields import NamedRelatedField
+    from api.core.fields import NamedRelatedField
     from matcher.models import Site
 
     field = NamedRelatedField(slug_field="name", queryset=Site.objects.all())

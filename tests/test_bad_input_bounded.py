@@ -6,7 +6,7 @@ import json
 import pytest
 from django.test import override_settings
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher.models import Job
 
 JOBS = "/api/v1/jobs/"

@@ -40,8 +40,8 @@ def _run_processes(target, args_list):
 def _submit_many(db_name, username, n, barrier, spec):
     _child_django(db_name)
     try:
+        from api.matcher.serializers import JobSubmitSerializer, SubmissionContext
         from matcher import services
-        from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
         from shares.models import User
 
         user = User.objects.get(username=username)
@@ -126,7 +126,7 @@ def _submit_many_or_kill(db_name, username, spec, barrier, role):
 def _hold_cycle_lock(db_name, kind, ready, release):
     _child_django(db_name)
     try:
-        from config.cycles import _advisory_key
+        from core.cycles import _advisory_key
 
         with connection.cursor() as cur:
             cur.execute("SELECT pg_advisory_lock(%s)", [_advisory_key(kind)])
@@ -137,7 +137,7 @@ def _hold_cycle_lock(db_name, kind, ready, release):
 
 
 def test_a_cycle_whose_lock_is_held_by_another_process_is_skipped(db):
-    from config.cycles import run_cycle
+    from core.cycles import run_cycle
 
     ready, release = ctx.Event(), ctx.Event()
     holder = ctx.Process(

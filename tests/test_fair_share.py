@@ -5,8 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from config import clock, gdpconfig
-from config.cycles import run_cycle
+from core import clock, gdpconfig
+from core.cycles import run_cycle
 from matcher.models import Job, TaskQueue
 from matcher.taskqueue_priorities import recompute_priorities
 from shares import services
@@ -247,8 +247,8 @@ def test_a_failing_recompute_after_commit_neither_fails_nor_repeats_a_submission
         raise OperationalError("database is locked")
 
     monkeypatch.setattr(matcher.taskqueue_priorities, "recompute_priorities", broken)
+    from api.matcher.serializers import JobSubmitSerializer, SubmissionContext
     from matcher import services
-    from matcher.api.serializers import JobSubmitSerializer, SubmissionContext
 
     s = JobSubmitSerializer(
         data={"cpu_time": 100}, context={"submission": SubmissionContext(users["alice"])}

@@ -221,8 +221,8 @@ def test_a_job_brokerage_cycle_killed_mid_write_leaves_every_job_unplaced_and_th
     users,
 ):
     from brokerage.models import BrokerageRun, TaskJob
-    from config.cycles import run_cycle
-    from config.models import CycleRun
+    from core.cycles import run_cycle
+    from core.models import CycleRun
     from matcher.models import JobStatus
 
     task = _production_task(users, n_jobs=40)
@@ -285,7 +285,7 @@ def _run_racing(kind: str, processes: int, rounds: int, seconds: float):
 def test_two_processes_starting_the_same_cycle_at_once_run_it_once_and_record_the_other_skipped(
     world,
 ):
-    from config.models import CycleRun
+    from core.models import CycleRun
 
     results = _run_racing("taskqueue_cleanup", processes=2, rounds=1, seconds=1.0)
     assert sorted(status for _, _, status in results) == ["skipped", "success"]
@@ -297,7 +297,7 @@ def test_two_processes_starting_the_same_cycle_at_once_run_it_once_and_record_th
 
 
 def test_runs_of_one_cycle_from_four_processes_never_overlap(world):
-    from config.models import CycleRun
+    from core.models import CycleRun
 
     results = _run_racing("priorities", processes=4, rounds=4, seconds=0.2)
     statuses = Counter(status for _, _, status in results)

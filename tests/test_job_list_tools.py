@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from brokerage.models import Task, TaskJob
-from config import clock
+from core import clock
 from matcher.models import Job
 
 EXPORT = "/api/v1/jobs/export/"
@@ -237,7 +237,7 @@ def test_an_export_of_a_bad_query_answers_400_naming_the_parameter(client, api, 
 def test_an_export_written_in_many_pieces_is_still_one_csv_and_one_json_array(
     client, users, jobs, monkeypatch
 ):
-    from config import listing
+    from web.core import listing
 
     monkeypatch.setattr(listing, "EXPORT_BATCH", 2)
     client.force_login(users["admin"])

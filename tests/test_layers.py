@@ -25,7 +25,7 @@ from django.conf import settings
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = {
-    "config": 0,
+    "core": 0,
     "shares": 1,
     "matcher": 2,
     "pilots": 3,
@@ -37,13 +37,24 @@ LAYERS = {
     "sandboxes": 3,
     "accounting": 3,
     "simulation": 4,
-    "monitoring": 4,
-    "gridwms": 5,
+    "web": 5,
+    "api": 5,
+    "gridwms": 6,
 }
 
 # Known offences, each (file, imported module), left for their apps' owners to remove while
 # those apps are being reorganised; an entry that no longer offends must go.
-KNOWN_OFFENCES: set[tuple[str, str]] = set()
+KNOWN_OFFENCES: set[tuple[str, str]] = {
+    ("core/admin.py", "web.core.login"),
+    ("core/middleware.py", "web.core.error_pages"),
+    ("matcher/claims.py", "web.core.error_pages"),
+    ("matcher/servability.py", "web.matcher.selectors"),
+    ("matcher/servability.py", "web.shares.overview"),
+    ("sandboxes/services.py", "api.matcher.payload"),
+    ("sandboxes/services.py", "api.matcher.resources"),
+    ("sandboxes/services.py", "api.sandboxes.parsers"),
+    ("simulation/services.py", "api.classads.serializers"),
+}
 
 _BY_NAME = {"import_module", "__import__", "get_model", "include"}
 

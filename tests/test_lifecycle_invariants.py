@@ -9,7 +9,7 @@ import pytest
 
 from brokerage import demo as panda_demo
 from brokerage.topology_import import import_topology
-from config import clock
+from core import clock
 from matcher import bulk, lifecycle
 from matcher.models import JobStatus, JobStatusHistory
 from pilots import demo as pilot_demo

@@ -1,5 +1,5 @@
 """Every list page but the jobs' (tests/test_job_list_tools.py) works the same way, through
-config.listing: each sortable column sorts the page, the API's list and its export alike, the
+web.core.listing: each sortable column sorts the page, the API's list and its export alike, the
 other way round exactly reversed (ties broken by id in the same direction, NULLs in one place);
 search finds a row by its natural key; a time range, a bad page size and the CSV and JSON
 exports behave as on the jobs list; and what a user may not see is never exported."""
@@ -14,8 +14,8 @@ import pytest
 
 from brokerage.models import BrokerageRun, Task
 from classads.models import JobAd, SiteAd
-from config import clock
-from config.models import CycleRun
+from core import clock
+from core.models import CycleRun
 from pilots.models import Pilot
 from timeouts.models import TimeoutAction
 
@@ -103,12 +103,12 @@ def rows(users, submit):
 
 
 def sort_keys(name: str) -> list[str]:
-    from brokerage.filters import BrokerageRunFilterSet, TaskFilterSet
-    from classads.filters import JobAdFilterSet, SiteAdFilterSet
-    from config.cycle_filters import CycleRunFilterSet
-    from matcher.filters import TaskQueueFilterSet
-    from pilots.filters import PilotFilterSet
-    from timeouts.filters import TimeoutActionFilterSet
+    from web.brokerage.filters import BrokerageRunFilterSet, TaskFilterSet
+    from web.classads.filters import JobAdFilterSet, SiteAdFilterSet
+    from web.core.cycle_filters import CycleRunFilterSet
+    from web.matcher.filters import TaskQueueFilterSet
+    from web.pilots.filters import PilotFilterSet
+    from web.timeouts.filters import TimeoutActionFilterSet
 
     filterset = {
         "taskqueues": TaskQueueFilterSet,

@@ -27,7 +27,7 @@ import pytest
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from config.schedules import SCHEDULES
+from core.schedules import SCHEDULES
 from tests._hosts import Host, Network
 from tests._invariants import assert_job_invariants
 
@@ -195,7 +195,7 @@ def _hold_usage_sampling_mid_run(hosts, traffic: Traffic):
     that request skipped. Returns the held run, its host and the other host."""
     from django_q.tasks import async_task
 
-    from config.models import CycleRun
+    from core.models import CycleRun
 
     held = _wait_for(
         "a usage sampling run held mid-way",
@@ -205,7 +205,7 @@ def _hold_usage_sampling_mid_run(hosts, traffic: Traffic):
     )
     [victim] = [h for h in hosts if held.host.startswith(f"{h.name}/")]
     [survivor] = [h for h in hosts if h is not victim]
-    async_task("config.tasks.run", "usage_sampling")
+    async_task("core.tasks.run", "usage_sampling")
     _wait_for(
         "the second request for the held cycle, skipped",
         lambda: CycleRun.objects.filter(kind="usage_sampling", status="skipped").exists(),
@@ -235,7 +235,7 @@ def _cluster_names(runs) -> set[str]:
 
 def _wait_for_the_survivor_to_carry_on(survivor: Host, victim: Host, dead_at) -> None:
     """It runs the dead host's cycle at its next interval, and every other one-minute cycle."""
-    from config.models import CycleRun
+    from core.models import CycleRun
 
     _wait_for(
         f"{survivor.name} running usage sampling after {victim.name} died",
@@ -269,7 +269,7 @@ def test_two_hosts_share_jobs_and_cycles_and_a_host_killed_mid_cycle_loses_nothi
 ):
     from django_q.conf import Conf
 
-    from config.models import CycleRun
+    from core.models import CycleRun
     from shares.models import UsageTick
 
     # The clusters sign their queue with the installation's SECRET_KEY: the test signs as they do.
@@ -308,7 +308,7 @@ def test_two_hosts_share_jobs_and_cycles_and_a_host_killed_mid_cycle_loses_nothi
 
 
 def _report(traffic: Traffic, victim: Host, killed_at) -> None:
-    from config.models import CycleRun
+    from core.models import CycleRun
 
     runs = Counter(
         (r.split("/")[0], s, "before" if t < killed_at else "after")
@@ -358,7 +358,7 @@ def _assert_no_job_lost_or_given_twice(traffic: Traffic) -> None:
 
 
 def _assert_cycles_ran_once_per_interval_never_two_at_a_time(victim, survivor, killed_at, dead_at):
-    from config.models import CycleRun
+    from core.models import CycleRun
 
     runs = list(
         CycleRun.objects.exclude(status="skipped").order_by("kind", "started", "id").values()

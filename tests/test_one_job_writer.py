@@ -3,7 +3,7 @@ matcher.services, with the claim
 statement of matcher/claims.py. Every other module of every app (migrations and tests aside)
 writes no job table: no ORM write on Job, JobStatusHistory, TaskQueueJob or
 TaskQueuePriorityCount (nor creating or deleting a TaskQueue), no save() of a job, no raw SQL
-writing their tables, no bulk helper of config.db pointed at them. They move jobs by calling
+writing their tables, no bulk helper of core.db pointed at them. They move jobs by calling
 the service.
 
 This check reads the source (ast): it cannot follow every alias, but it sees the ways the code

@@ -4,8 +4,8 @@ and how long ago, and durations are real seconds."""
 
 import pytest
 
-from config import clock, cycles, gdpconfig
-from config.models import CycleRun, SimulationClock
+from core import clock, cycles, gdpconfig
+from core.models import CycleRun, SimulationClock
 
 
 def test_a_users_home_page_says_it_shows_their_jobs_and_staff_see_the_grid(client, users):

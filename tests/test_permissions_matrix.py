@@ -612,7 +612,7 @@ ROWS = [
     ("pilot-list", "GET", "/pilots/", None, A),
     ("pilot-detail", "GET", "/pilots/{pilot}/", None, "D 404 404 404 200 200"),
     ("director", "GET", "/pilots/director/", None, A),
-    # the summaries count only what each subject may see (monitoring/tests)
+    # the summaries count only what each subject may see (web/monitoring/tests)
     ("monitoring:index", "GET", "/monitoring/", None, "D R R R R R"),
     ("monitoring:job-summary", "GET", "/monitoring/jobs/", None, A),
     ("monitoring:held-back", "GET", "/monitoring/held/", None, A),
@@ -801,8 +801,8 @@ def _build() -> dict:
         Storage,
         UserQuota,
     )
-    from config import gdpconfig
-    from config.models import ParameterValue
+    from core import gdpconfig
+    from core.models import ParameterValue
     from matcher.models import ComputingElement, Job, Site
     from shares.models import GridGroup, GroupChange
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from config import gdpconfig
-from config.cycles import run_cycle
+from core import gdpconfig
+from core.cycles import run_cycle
 from matcher.models import Job
 from pilots.models import Pilot
 

@@ -12,12 +12,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from config import clock
-from config.cycles import run_cycle
-from matcher import why
+from core import clock
+from core.cycles import run_cycle
 from matcher.models import ComputingElement, Job, JobStatus
 from matcher.tests.test_job_actions import put_in_state
 from pilots.models import Pilot, PilotStatus
+from web.matcher import why
 
 CERN_ONLY_LONG = {"cpu_time": 100000, "sites": ["LCG.CERN.ch"]}  # segment 300,000 s > 172,800
 FLAG = "needs 300,000 s of CPU time; the largest CE limit at its sites is 172,800 s (ce503.cern.ch)"
@@ -194,7 +194,7 @@ def test_the_seeds_pilots_per_job_term_and_cpu_segment_precedence_are_named_whil
 ):
     """lhcb_data waits with as many short jobs as lhcb_user with long ones and runs one job to
     lhcb_user's three: the seed's two rules that defeat its share are named while on."""
-    from config import gdpconfig
+    from core import gdpconfig
 
     with django_capture_on_commit_callbacks(execute=True):
         dave = [submit("dave", cpu_time=100) for _ in range(7)]  # CPU segment 500 s

@@ -62,7 +62,7 @@ MACHINE_SETTINGS = settings(
 
 def _reset_process_caches():
     """What this process remembers of the database (rolled back between examples)."""
-    from config import gdpconfig
+    from core import gdpconfig
     from matcher import dispatcher, topology
     from pilots import registry as pilot_registry
 
@@ -130,7 +130,7 @@ class JobsMachine(RuleBasedStateMachine):
 
     @rule(job=jobs, who=st.sampled_from(ACTORS), action=st.sampled_from(["kill", "reschedule"]))
     def act(self, job, who, action):
-        from config import gdpconfig
+        from core import gdpconfig
         from matcher import lifecycle
 
         before, user = self.job(job), self.users[who]

@@ -20,7 +20,7 @@ from django.db import transaction
 
 from brokerage import lifecycle
 from brokerage.models import Task, TaskJob, TaskStatus
-from config import db, gdpconfig
+from core import db, gdpconfig
 from matcher import services as job_services
 from matcher.lifecycle import ACTIVATED, CLOSED, DEFINED, FAILED
 from timeouts import rules

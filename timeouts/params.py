@@ -5,7 +5,7 @@ Units: every TIMEOUT_* and HEARTBEAT_TIMEOUT* value is in **hours** (PanDA's HEA
 and TIMEOUT_holding are hours too); transtimehi / transtimelo are in **days**, as in PanDA.
 """
 
-from config.gdpconfig import FLOAT, INT, Param, register
+from core.gdpconfig import FLOAT, INT, Param, register
 
 CATEGORY = "brokerage: timeouts"
 

@@ -25,9 +25,9 @@ from django.db.models.functions import Coalesce
 
 from brokerage.models import PandaQueue, Task, TaskJob
 from brokerage.services.world import site_queues
-from config import clock, gdpconfig
-from config.cycles import current_run_id, cycle
-from config.db import among
+from core import clock, gdpconfig
+from core.cycles import current_run_id, cycle
+from core.db import among
 from matcher.lifecycle import AT_WORK_STATES, CLAIMED_STATES, WAITING_STATES
 from matcher.models import Job, JobStatus
 from timeouts import rules

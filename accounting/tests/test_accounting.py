@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from accounting.models import AccountingBin
-from config import clock, gdpconfig
-from config.cycles import run_cycle
+from core import clock, gdpconfig
+from core.cycles import run_cycle
 from matcher.models import Job, JobStatusHistory
 
 pytestmark = pytest.mark.django_db

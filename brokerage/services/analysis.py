@@ -22,8 +22,8 @@ from brokerage.models import (
 from brokerage.production import Decision
 from brokerage.services import world
 from brokerage.services.placement import Placement, has_jobs_to_broker, run_fields
-from config import clock, gdpconfig
-from config.cycles import current_run_id, cycle
+from core import clock, gdpconfig
+from core.cycles import current_run_id, cycle
 from matcher.lifecycle import (
     PRE_MATCH_STATES,
     QUEUED_OR_SENT_STATES,

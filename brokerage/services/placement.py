@@ -11,7 +11,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from brokerage import production
 from brokerage.models import BrokerageRun, Task, TaskJob, TaskStatus
-from config import clock
+from core import clock
 from matcher import services as job_services
 from matcher.lifecycle import WAITING_TO_BROKER
 from matcher.models import JobStatus

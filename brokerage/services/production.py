@@ -21,8 +21,8 @@ from brokerage.services.placement import (
     store_run,
     tasks_due,
 )
-from config import clock, gdpconfig
-from config.cycles import current_run_id, cycle
+from core import clock, gdpconfig
+from core.cycles import current_run_id, cycle
 from matcher.lifecycle import WAITING_TO_BROKER
 
 # --- task brokerage ------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from django.db import transaction
 
 from brokerage import architecture
 from brokerage.models import Dataset, Task, TaskDataset, TaskJob, TaskStatus
-from config import clock, gdpconfig
+from core import clock, gdpconfig
 from matcher import services as job_services
 
 ANALYSIS_GSHARE = "User Analysis"  # an analysis task's share unless staff give another

@@ -20,7 +20,7 @@ from brokerage.models import (
     TaskJob,
 )
 from brokerage.network import LinkData
-from config import clock, gdpconfig
+from core import clock, gdpconfig
 from matcher.lifecycle import CLAIMED_STATES, PRE_MATCH_STATES, STARTED_STATES
 from matcher.models import FINAL_STATES, Job, JobStatus
 from pilots.models import Pilot, PilotStatus

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from brokerage import production
 from brokerage.models import Nucleus, PandaQueue, Storage, Task
 from brokerage.services import world
-from config import gdpconfig
+from core import gdpconfig
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 

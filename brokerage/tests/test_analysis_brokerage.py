@@ -9,7 +9,7 @@ import pytest
 from brokerage import analysis
 from brokerage.services.analysis import ANALYSIS_PARAMS
 from brokerage.tests.factories import NOW, params, queue, storage, task
-from config import gdpconfig
+from core import gdpconfig
 
 
 def aparams(**overrides):

@@ -10,7 +10,7 @@ from brokerage import demo
 from brokerage.models import BrokerageRun, GlobalShare, PandaQueue, Task, TaskJob, TaskStatus
 from brokerage.services.analysis import analysis_brokerage
 from brokerage.topology_import import import_topology
-from config import clock, gdpconfig
+from core import clock, gdpconfig
 from matcher.models import Job, JobStatus
 
 DATASET = "mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514"

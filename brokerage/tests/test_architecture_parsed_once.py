@@ -11,7 +11,7 @@ from brokerage import analysis, architecture, demo, production
 from brokerage.models import GlobalShare, Task
 from brokerage.tests.factories import context, queue, task
 from brokerage.topology_import import import_topology
-from config import clock
+from core import clock
 from shares.models import GridGroup, User
 
 URL = "/api/v1/tasks/"

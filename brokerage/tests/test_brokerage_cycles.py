@@ -19,9 +19,9 @@ from brokerage.models import (
 from brokerage.services.production import job_brokerage, task_brokerage
 from brokerage.services.world import queue_counts
 from brokerage.topology_import import TopologyError, import_topology
-from config import clock, gdpconfig
-from config.cycles import run_cycle
-from config.models import CycleRun
+from core import clock, gdpconfig
+from core.cycles import run_cycle
+from core.models import CycleRun
 from matcher import dispatcher
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueueJob

@@ -7,7 +7,7 @@ from brokerage import demo
 from brokerage.models import Storage
 from brokerage.services.production import task_brokerage
 from brokerage.topology_import import import_topology
-from config.cycles import run_cycle
+from core.cycles import run_cycle
 from matcher.models import JobStateSample, JobStatus, JobStatusHistory
 from pilots import demo as pilot_demo
 

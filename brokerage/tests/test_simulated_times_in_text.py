@@ -12,12 +12,12 @@ from brokerage import demo
 from brokerage.models import Storage, Task, TaskJob
 from brokerage.services.production import task_brokerage
 from brokerage.topology_import import import_topology
-from brokerage.why import brokerage_failures
-from config import clock
-from config.cycles import run_cycle
-from config.models import SimulationClock
-from matcher import why
+from core import clock
+from core.cycles import run_cycle
+from core.models import SimulationClock
 from matcher.models import Job
+from web.brokerage.why import brokerage_failures
+from web.matcher import why
 
 
 @pytest.fixture

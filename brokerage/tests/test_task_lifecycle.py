@@ -8,8 +8,8 @@ import pytest
 from brokerage import lifecycle
 from brokerage.models import Task, TaskJob, TaskStatus
 from brokerage.services.submission import submit_task
-from config import clock
-from config.cycles import run_cycle
+from core import clock
+from core.cycles import run_cycle
 from matcher.models import Job, JobStatus
 from shares.models import GridGroup
 
@@ -83,7 +83,7 @@ def test_tasks_not_yet_brokered_end_too_when_every_job_was_killed(make_task):
 
 
 def test_the_cycle_runs_every_minute():
-    from config.schedules import SCHEDULES
+    from core.schedules import SCHEDULES
 
     assert SCHEDULES["task_completion"] == 1
 

@@ -3,7 +3,7 @@ repr of DRF's errors), parsed specs and network details are key/value pairs, num
 
 from brokerage.models import BrokerageRun
 from brokerage.services.submission import submit_task
-from config import clock
+from core import clock
 from shares.models import GridGroup
 
 

@@ -2,7 +2,7 @@
 bench, a script, the admin) gets the grid's Setup, not a model default of its own."""
 
 from brokerage.models import Task
-from config import clock, gdpconfig
+from core import clock, gdpconfig
 
 
 def make_task(users) -> Task:

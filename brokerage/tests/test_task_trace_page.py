@@ -10,7 +10,7 @@ from brokerage.models import BrokerageRun, GlobalShare, Storage, Task
 from brokerage.services.analysis import analysis_brokerage
 from brokerage.services.production import job_brokerage, task_brokerage
 from brokerage.topology_import import import_topology
-from config import gdpconfig
+from core import gdpconfig
 from matcher import services as job_services
 from matcher.models import Job, JobStatus
 from shares.models import GridGroup

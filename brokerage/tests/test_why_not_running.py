@@ -8,9 +8,9 @@ from brokerage import demo
 from brokerage.models import Storage, Task, TaskJob
 from brokerage.services.production import job_brokerage, task_brokerage
 from brokerage.topology_import import import_topology
-from matcher import why
 from matcher.models import Job, JobStatus
 from pilots.models import Pilot, PilotStatus
+from web.matcher import why
 
 
 @pytest.fixture

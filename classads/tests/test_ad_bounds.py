@@ -7,7 +7,7 @@ import pytest
 from classads import services
 from classads.models import JobAd, SiteAd
 from classads.tests.conftest import SEED_DAG_SUBMIT, site_ad_text
-from config.cycles import run_cycle
+from core.cycles import run_cycle
 
 pytestmark = pytest.mark.django_db
 

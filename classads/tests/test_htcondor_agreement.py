@@ -10,7 +10,7 @@ from classad2 import ClassAd, ExprTree, Parser, parseOne
 from classads import ads
 from classads.models import JobAd, SiteAd
 from classads.tests.conftest import site_ad_text
-from config.cycles import run_cycle
+from core.cycles import run_cycle
 
 pytestmark = pytest.mark.django_db
 

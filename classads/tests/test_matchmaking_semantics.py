@@ -8,7 +8,7 @@ from classad2 import ClassAd
 from classads import ads, match_analysis, negotiation, semantics
 from classads.models import JobAd, SiteAd
 from classads.tests.conftest import site_ad_text
-from config.cycles import run_cycle
+from core.cycles import run_cycle
 
 pytestmark = pytest.mark.django_db
 

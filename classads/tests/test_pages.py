@@ -5,7 +5,7 @@ from django.test import Client
 
 from classads.models import JobAd, JobAdNode
 from classads.tests.conftest import SEED_DAG_SUBMIT, SEED_NODES, site_ad_text
-from config.cycles import run_cycle
+from core.cycles import run_cycle
 
 pytestmark = pytest.mark.django_db
 

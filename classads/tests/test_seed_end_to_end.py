@@ -5,8 +5,8 @@ import pytest
 
 from classads.models import JobAd, JobAdNode, SiteAd, SiteAdSample
 from classads.tests.conftest import SEED_DAG_SUBMIT, SEED_NODES
-from config import clock
-from config.cycles import run_cycle
+from core import clock
+from core.cycles import run_cycle
 from matcher.models import Job, JobStatus, TaskQueueJob
 
 pytestmark = pytest.mark.django_db
@@ -117,7 +117,7 @@ def test_a_pilot_at_the_matched_site_runs_a_node_of_the_dag(seed_site, submit_ad
     negotiate()
     site = Site.objects.create(name="uw-hep")
     ComputingElement.objects.create(site=site, name="dill.hep.wisc.edu", cpu_time_limit=86400)
-    from matcher.api.resources import ResourceDescriptionSerializer
+    from api.matcher.resources import ResourceDescriptionSerializer
 
     body = ResourceDescriptionSerializer(
         data={"site": "uw-hep", "grid_ce": "dill.hep.wisc.edu", "cpu_time": 86400, "setup": "any"}

@@ -10,8 +10,8 @@ from collections import Counter
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef
 
-from config import gdpconfig
-from config.cycles import cycle
+from core import gdpconfig
+from core.cycles import cycle
 from matcher.lifecycle import ACTIVATED
 from matcher.models import Job, TaskQueue, TaskQueueJob, TaskQueuePriorityCount
 from matcher.services import enqueue, moves

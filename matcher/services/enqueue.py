@@ -9,7 +9,7 @@ row lock: the job first, then its membership. Counts change by increments only
 (`add_to_counts`: `jobs = jobs + n`), never read and written back.
 
 Rows go in by number: the ORM for a few, one INSERT over arrays for more, COPY for many
-(config.db.bulk_insert).
+(core.db.bulk_insert).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 
 from django.db import DatabaseError, connection, models, transaction
 
-from config import clock, db
-from config.db import among
+from core import clock, db
+from core.db import among
 from matcher import changelog, housekeeping, taskqueues
 from matcher.models import (
     MULTI_VALUED_FIELDS,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection, models, transaction
 
-from config import clock, db, gdpconfig
+from core import clock, db, gdpconfig
 from matcher import lifecycle, taskqueues
 from matcher.lifecycle import (
     ACTIVATED,

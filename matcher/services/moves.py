@@ -32,7 +32,7 @@ from typing import TypeVar
 
 from django.db import IntegrityError, OperationalError, connection
 
-from config import clock, db, gdpconfig
+from core import clock, db, gdpconfig
 from matcher import lifecycle
 from matcher.lifecycle import ACTIVATED, FINAL_STATES, NEW
 from matcher.models import MULTI_VALUED_FIELDS, Job, JobStatusHistory, TaskQueue, TaskQueueJob
@@ -365,7 +365,7 @@ class NewJobs:
 
 def create_jobs(new: NewJobs, *, by: str, cursor=None) -> None:
     """Write new jobs in bulk (`NewJobs`) as `by` (lifecycle.MOVES from NEW): COPY for text,
-    otherwise config.db.bulk_insert (COPY, arrays or executemany by number). Jobs first, then
+    otherwise core.db.bulk_insert (COPY, arrays or executemany by number). Jobs first, then
     memberships and history (they refer to the jobs), the counts last (concurrent writers
     hold those rows only for the moment of their commit). Call inside a transaction."""
     check_move(by, None, NEW, new.status)

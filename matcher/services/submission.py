@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
-from config import clock, gdpconfig
+from core import clock, gdpconfig
 from matcher import taskqueues
 from matcher.lifecycle import ACTIVATED, DEFINED, NEW
 from matcher.models import MULTI_VALUED_FIELDS, PAYLOAD_FIELDS, Job
@@ -150,7 +150,7 @@ NEW_JOB_COLUMNS = (
 def enqueue_new_jobs(specs: Sequence[dict], reason: str) -> list[int]:
     """New activated jobs in bulk, each in the TaskQueue of its definition, with membership,
     counts and a history row ("{reason}; joined TaskQueue {id}"), as submit_jobs writes
-    them but through config.db.bulk_insert (COPY, or one INSERT over arrays): the
+    them but through core.db.bulk_insert (COPY, or one INSERT over arrays): the
     ORM's bulk_create of eight JSON lists per job cost ~0.7 ms a job. Returns the new ids in
     the order of `specs`. Call inside a transaction.
 

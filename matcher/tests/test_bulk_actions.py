@@ -5,7 +5,7 @@ naming what was done and what was refused."""
 
 import pytest
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher.models import Job
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,7 @@
 import pytest
 from django.core.management import CommandError, call_command
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher import bulk
 from matcher.models import Job, JobStatusHistory, TaskQueue, TaskQueueJob
 from matcher.taskqueues import cpu_segment
@@ -68,7 +68,7 @@ def test_the_demo_command_is_safe_to_run_twice(db):
 
 
 def test_the_demo_adds_the_local_worker_node_and_follows_the_servers_url(db):
-    from config import gdpconfig
+    from core import gdpconfig
     from matcher.models import ComputingElement
 
     call_command("demo", "--jobs", "0", "--pilots", "0", "--local-url", "http://127.0.0.1:8001")

@@ -1,4 +1,4 @@
-from matcher import charts
+from web.matcher import charts
 
 
 def test_the_status_chart_has_one_bar_per_status_with_its_count():

@@ -1,4 +1,4 @@
-from config.cycles import run_cycle
+from core.cycles import run_cycle
 from matcher.models import Job, TaskQueue, TaskQueueJob
 
 

@@ -3,8 +3,8 @@ bytes and MaxJDLAttributes attributes, else the form names the JDL and nothing i
 
 import pytest
 
-from config import gdpconfig
-from config.gdpconfig import ConfigError
+from core import gdpconfig
+from core.gdpconfig import ConfigError
 from matcher.models import Job
 
 FORM = "/jobs/submit/"

@@ -5,8 +5,8 @@ if it were filtered."""
 
 import pytest
 
-from config import clock
-from matcher.filters import JobFilterSet
+from core import clock
+from web.matcher.filters import JobFilterSet
 
 URL = "/api/v1/jobs/"
 
@@ -94,7 +94,7 @@ def test_the_page_orders_and_filters_by_the_same_parameters(client, users, three
 
 
 def test_page_and_api_share_the_job_filterset():
-    from matcher.api.views import JobViewSet
+    from api.matcher.views import JobViewSet
 
     assert JobViewSet.filterset_class is JobFilterSet
     assert {"ordering", "created_after", "created_before", "status"} <= set(

@@ -5,7 +5,7 @@ and retention call."""
 import pytest
 from django.db import transaction
 
-from config import clock
+from core import clock
 from matcher import services
 from matcher.models import Job, JobStatus, JobStatusHistory, TaskQueue, TaskQueueJob
 from tests._invariants import assert_job_invariants

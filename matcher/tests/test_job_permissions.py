@@ -27,7 +27,7 @@ def test_the_owner_kills_its_job_and_a_second_kill_conflicts(api, users, submit)
 
 
 def test_reschedule_is_refused_for_a_waiting_job_and_after_max_rescheduling(api, users, submit):
-    from config import gdpconfig
+    from core import gdpconfig
     from matcher.tests.test_job_actions import put_in_state
 
     gdpconfig.set_value("MaxRescheduling", 1)

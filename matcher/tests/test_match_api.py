@@ -108,7 +108,7 @@ def test_a_generic_pilot_does_not_take_a_taskqueue_that_wants_private_pilots(
 
 
 def test_the_highest_cpu_segment_goes_first(pilot, submit):
-    from config import gdpconfig
+    from core import gdpconfig
 
     gdpconfig.set_value("MatchCPUSegmentPrecedence", True)  # the seed's rule (the default)
     submit("alice", cpu_time=100)  # segment 500
@@ -120,7 +120,7 @@ def test_the_highest_cpu_segment_goes_first(pilot, submit):
 
 
 def test_the_job_comes_from_the_ten_lowest_ids_at_the_winning_priority(users, submit):
-    from config import gdpconfig
+    from core import gdpconfig
 
     gdpconfig.set_value("MaxRescheduling", 100)
     jobs = [submit("alice", cpu_time=100, user_priority=5) for _ in range(25)]

@@ -1,7 +1,7 @@
 """A TaskQueue vanishes when its last waiting job leaves, but pilots and jobs keep its id: its
 page still answers, with what is known of it, so that no link to it is dead."""
 
-from config import clock
+from core import clock
 from matcher import services
 from matcher.models import TaskQueue
 from pilots.models import Pilot

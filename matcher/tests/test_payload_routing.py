@@ -4,7 +4,7 @@ with the parameters empty (the default), is left as it is."""
 
 import pytest
 
-from config import gdpconfig
+from core import gdpconfig
 
 pytestmark = pytest.mark.django_db
 

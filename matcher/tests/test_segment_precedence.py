@@ -5,8 +5,8 @@ draw by priority among every TaskQueue a pilot fits (off)."""
 import random
 from collections import Counter
 
-from config import gdpconfig
-from config.cycles import run_cycle
+from core import gdpconfig
+from core.cycles import run_cycle
 from matcher import dispatcher
 from matcher.matching import Resource
 

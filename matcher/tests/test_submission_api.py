@@ -97,7 +97,7 @@ def test_a_body_that_is_not_a_job_or_a_list_of_jobs_is_refused(api, users, body)
 
 
 def test_a_list_longer_than_max_jobs_per_submission_is_refused(api, users):
-    from config import gdpconfig
+    from core import gdpconfig
 
     gdpconfig.set_value("MaxJobsPerSubmission", 3)
     r = api(users["alice"]).post(URL, [{"cpu_time": 10}] * 4, format="json")

@@ -4,7 +4,7 @@ shows them. One Setup for the grid: the DefaultSetup parameter."""
 
 import pytest
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher.models import ComputingElement, Job, JobStatus
 
 URL = "/api/v1/jobs/"

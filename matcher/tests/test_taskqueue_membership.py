@@ -61,7 +61,7 @@ def test_a_rescheduled_job_joins_the_taskqueue_of_its_definition_again(submit, u
 
 
 def test_cpu_segments_changed_in_gdpconfig_apply_to_new_jobs(submit):
-    from config import gdpconfig
+    from core import gdpconfig
 
     gdpconfig.set_value("CPUSegments", [360, 1800, 86400])
     job = submit("alice", cpu_time=1000)

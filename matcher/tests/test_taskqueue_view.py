@@ -10,8 +10,8 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from config import clock
-from config.models import SimulationClock
+from core import clock
+from core.models import SimulationClock
 from matcher import changelog, claims, dispatcher, races, services, taskqueue_view
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueue, TaskQueueChange

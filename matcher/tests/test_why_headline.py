@@ -4,12 +4,13 @@ it no pilot; and a job that runs is headed by its state, not asked why it does n
 
 import random
 
-from config import gdpconfig
-from config.cycles import run_cycle
-from matcher import dispatcher, why
+from core import gdpconfig
+from core.cycles import run_cycle
+from matcher import dispatcher
 from matcher.models import Job, JobStatus
 from matcher.tests.test_job_actions import put_in_state
 from pilots.models import Credential
+from web.matcher import why
 
 URL = "/api/v1/jobs/"
 

@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher import dispatcher, services
 from matcher.matching import Resource
 from matcher.models import JobStatus
@@ -39,7 +39,7 @@ def end():
 @pytest.fixture
 def run():
     """run() -> the notifications cycle's run, as django-q2 starts it."""
-    from config.cycles import run_cycle
+    from core.cycles import run_cycle
 
     def once():
         done = run_cycle("notifications")

@@ -163,7 +163,7 @@ def test_the_page_names_the_field_of_a_bad_request(users, submit, client):
 
 
 def test_the_job_page_knows_where_to_ask(users, submit):
-    from matcher.selectors import facts_about_job
+    from web.matcher.selectors import facts_about_job
 
     job = submit("alice")
     facts = facts_about_job(users["alice"], job)

@@ -3,7 +3,7 @@
 import pytest
 from django.core import mail
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher import services as job_services
 from matcher.models import JobStatus
 from notifications import services

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from config import gdpconfig
+from core import gdpconfig
 from notifications import services
 from notifications.models import Notice
 from notifications.tests.conftest import Receiver

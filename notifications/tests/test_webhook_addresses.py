@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from config import gdpconfig
+from core import gdpconfig
 from notifications import services
 from notifications.models import Notice, NotificationPreference, NotificationRequest
 from notifications.tests.conftest import Receiver

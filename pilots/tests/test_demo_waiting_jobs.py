@@ -32,7 +32,7 @@ def test_the_demos_waiting_jobs_ask_for_what_the_simulators_ask_for(db):
 def test_the_site_test_that_no_director_pilot_serves_takes_no_cut_of_lhcb_users_share(db):
     """tester's example job waits for a hand-started pilot: in its own small group, not as one
     of lhcb_user's users, each of whom gets an equal cut of the group's priority."""
-    from shares.overview import overview
+    from web.shares.overview import overview
 
     call_command("demo", "--jobs", "100", "--pilots", "0")
     example = Job.objects.get(owner__username=demo.EXAMPLE_USER)

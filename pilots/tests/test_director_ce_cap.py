@@ -4,8 +4,8 @@ seed's per-TaskQueue cap alone (int((1 + extraPilotFraction) * J) + extraPilots 
 
 import random
 
-from config import gdpconfig
-from config.cycles import run_cycle
+from core import gdpconfig
+from core.cycles import run_cycle
 from pilots.director import Settings, TaskQueueState, plan
 from pilots.models import Pilot
 from pilots.submit_pools import SimulatedBackend

@@ -3,8 +3,8 @@ from datetime import timedelta
 
 import pytest
 
-from config import clock, gdpconfig
-from config.cycles import run_cycle
+from core import clock, gdpconfig
+from core.cycles import run_cycle
 from matcher.models import Job
 from pilots import services as pilots
 from pilots.models import Credential, DirectorDecision, Pilot, PilotStatus, PilotStatusHistory

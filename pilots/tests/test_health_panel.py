@@ -9,12 +9,13 @@ import pytest
 from django.core.management import call_command
 from django.db.models import Sum
 
-from config import clock, gdpconfig
-from config.cycles import run_cycle
-from matcher import demo, health
+from core import clock, gdpconfig
+from core.cycles import run_cycle
+from matcher import demo
 from matcher.models import ComputingElement, Job
 from pilots import director
 from pilots.models import Credential, DirectorDecision, Pilot
+from web.matcher import health
 
 BLOCKING_TEXTS = ("unknown submit pool", "no credential", "is full", "list-match")
 
@@ -38,8 +39,8 @@ def test_the_demo_worlds_director_sends_pilots_and_none_of_its_decisions_is_bloc
 
 
 def test_the_simulated_grid_submits_only_jobs_some_active_ce_can_take(world):
-    from matcher.selectors import job_warnings
     from simulation import services as simulation
+    from web.matcher.selectors import job_warnings
 
     simulation.arrive_jobs(random.Random(7), 300)
     jobs = list(Job.objects.filter(name="sim"))
@@ -100,7 +101,7 @@ def test_missing_and_expiring_credentials_are_alerts(world, submit, users):
 
 
 def test_a_full_submit_pool_is_an_alert(world, users):
-    from config.models import CycleRun
+    from core.models import CycleRun
 
     now = clock.now()
     run = CycleRun.objects.create(kind="director", started=now, status="success")

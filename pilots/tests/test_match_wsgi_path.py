@@ -1,4 +1,4 @@
-"""The pilots' short path (pilots/api/wsgi.py) answers as the DRF view does, and hands every
+"""The pilots' short path (api/pilots/wsgi.py) answers as the DRF view does, and hands every
 other request to Django."""
 
 import io

@@ -7,7 +7,7 @@ from django.core.files.uploadhandler import TemporaryFileUploadHandler
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher.models import Job
 from sandboxes import services
 from sandboxes.models import SandboxFile

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher.models import Job
 from sandboxes.tests.conftest import JOB, upload
 

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from config import clock, gdpconfig
-from config.cycles import run_cycle
+from core import clock, gdpconfig
+from core.cycles import run_cycle
 from matcher.models import Job, JobStatus
 from pilots import services as pilots
 from pilots.models import Pilot

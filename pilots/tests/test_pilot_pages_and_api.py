@@ -1,7 +1,7 @@
 import pytest
 
-from config import gdpconfig
-from config.cycles import run_cycle
+from core import gdpconfig
+from core.cycles import run_cycle
 from pilots.models import Pilot
 
 

@@ -3,8 +3,8 @@ proportion to their lambda, not taken by the TaskQueues handed over first."""
 
 import random
 
-from config import gdpconfig
-from config.cycles import run_cycle
+from core import gdpconfig
+from core.cycles import run_cycle
 from matcher.models import ComputingElement
 from pilots.models import DirectorDecision, Pilot
 from pilots.submit_pools import share_waiting_slots
@@ -55,7 +55,7 @@ def test_a_simulated_ce_starts_no_more_pilots_than_its_max_running_pilots(submit
     scheduled pilot queued until a job slot is free."""
     from datetime import timedelta
 
-    from config import clock
+    from core import clock
     from pilots import services
 
     gdpconfig.set_value("PrivatePilotFraction", 0.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from config import clock, gdpconfig
+from core import clock, gdpconfig
 
 DAY = 86400
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from config import clock
+from core import clock
 from retention.services import run_retention
 
 
@@ -113,7 +113,7 @@ def test_finished_nodes_of_a_live_job_ad_stay_and_go_once_the_ad_completed(
 def _logs_at(now, task, tq_id: int) -> dict[str, int]:
     """One row of every log kind at `now`; returns their ids by kind."""
     from brokerage.models import BrokerageRun
-    from config.models import CycleRun
+    from core.models import CycleRun
     from pilots.models import DirectorDecision
     from timeouts.models import TimeoutAction
 
@@ -179,7 +179,7 @@ def task(users):
 
 def test_each_kind_of_log_is_kept_for_its_own_age(task, age, ages):
     from brokerage.models import BrokerageRun
-    from config.models import CycleRun
+    from core.models import CycleRun
     from pilots.models import DirectorDecision, Pilot, PilotStatusHistory
     from timeouts.models import TimeoutAction
 
@@ -221,7 +221,7 @@ def test_an_age_of_0_keeps_that_kind_forever(killed, age, ages):
 
 def test_the_last_successful_run_of_each_cycle_and_the_latest_decision_per_task_stay(task, age):
     from brokerage.models import BrokerageRun
-    from config.models import CycleRun
+    from core.models import CycleRun
 
     now = clock.now()
     older = CycleRun.objects.create(kind="negotiator", started=now, finished=now, status="success")

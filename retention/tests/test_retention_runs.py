@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from config import gdpconfig
-from config.cycles import run_cycle
+from core import gdpconfig
+from core.cycles import run_cycle
 from retention.services import ExportError, run_retention
 
 
@@ -149,7 +149,7 @@ def test_the_retention_cycle_is_scheduled_run_by_the_operators_command_and_on_th
     call_command("setup_schedules")
     assert "cycle:retention every 10 min" in capsys.readouterr().out
     schedule = Schedule.objects.get(name="cycle:retention")
-    assert (schedule.func, schedule.args) == ("config.tasks.run", "'retention'")
+    assert (schedule.func, schedule.args) == ("core.tasks.run", "'retention'")
 
     ages(jobs=1)
     killed(2)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from config import gdpconfig
+from core import gdpconfig
 from sandboxes.tests.conftest import JOB, multipart, nothing_stored, upload
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from config import clock, gdpconfig
+from core import clock, gdpconfig
 from matcher import services as job_services
 from matcher.models import Job
 from retention.services import run_retention

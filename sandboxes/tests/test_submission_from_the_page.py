@@ -4,7 +4,7 @@ line is shown next to its field and nothing is stored."""
 
 import pytest
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher.models import Job
 from sandboxes.models import SandboxFile
 from sandboxes.tests.conftest import nothing_stored, stored_files, upload

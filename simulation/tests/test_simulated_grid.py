@@ -10,8 +10,8 @@ from django.utils import timezone
 from brokerage import demo as panda_demo
 from brokerage.models import Task
 from brokerage.topology_import import import_topology
-from config import clock
-from config.models import CycleRun, SimulationClock
+from core import clock
+from core.models import CycleRun, SimulationClock
 from matcher import bulk
 from matcher.models import Job, JobStatus
 from pilots import demo as pilot_demo
@@ -133,7 +133,7 @@ def test_staff_pause_resume_and_change_the_speed_on_the_clock_page(db, users, cl
 
 
 def test_a_user_whose_backlog_is_full_submits_no_more_and_the_arrivals_go_to_the_others(world):
-    from config import gdpconfig
+    from core import gdpconfig
     from shares.models import User
 
     gdpconfig.set_value("SimMaxWaitingJobsPerUser", 5)

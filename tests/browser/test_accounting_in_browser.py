@@ -12,7 +12,7 @@ pytestmark = pytest.mark.browser
 
 def test_the_accounting_page_shows_a_week_by_site_and_exports_it(page, tmp_path):
     from accounting.models import AccountingBin
-    from config import clock
+    from core import clock
     from shares.models import User
 
     demo.create_world()

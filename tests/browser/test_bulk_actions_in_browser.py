@@ -10,7 +10,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_a_user_bulk_kills_three_jobs_and_is_refused_another_users(page):
-    from config import gdpconfig
+    from core import gdpconfig
     from matcher import services
     from matcher.models import Job
     from shares.models import User

@@ -154,8 +154,8 @@ def charted(transactional_db):
     from classads import semantics
     from classads import services as classads
     from classads.models import SiteAd
-    from config import clock
-    from config.cycles import run_cycle
+    from core import clock
+    from core.cycles import run_cycle
     from matcher.models import Job, TaskQueue
     from shares.models import GridGroup, User
 

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.browser
 def matchmaking(transactional_db):
     from classads import semantics, services
     from classads.ads import parse_job_ad
-    from config.cycles import run_cycle
+    from core.cycles import run_cycle
     from shares.models import GridGroup, User
 
     demo.create_world()

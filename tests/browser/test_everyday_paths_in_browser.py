@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from config import clock, gdpconfig
+from core import clock, gdpconfig
 from matcher import bulk, demo
 from pilots import demo as pilot_demo
 
@@ -85,7 +85,7 @@ def test_killing_a_job_asks_first_and_says_so_where_the_user_lands(page, world, 
 
 
 def test_rolling_a_parameter_back_asks_first_and_the_message_is_in_view(page, world):
-    from config.models import ParameterValue
+    from core.models import ParameterValue
 
     gdpconfig.set_value("MaxRescheduling", 4, comment="first")
     gdpconfig.set_value("MaxRescheduling", 8, comment="second")
@@ -104,7 +104,7 @@ def test_rolling_a_parameter_back_asks_first_and_the_message_is_in_view(page, wo
 
 
 def test_pausing_the_simulated_clock_asks_first(page, world):
-    from config.models import SimulationClock
+    from core.models import SimulationClock
 
     page.login("admin", demo.ADMIN_PASSWORD)
     page.goto("/simulation/")
@@ -144,7 +144,7 @@ def test_without_scripts_a_destructive_action_asks_on_a_page_of_its_own(page, wo
 def grid(world):
     from brokerage import demo as panda_demo
     from brokerage.topology_import import import_topology
-    from config.cycles import run_cycle
+    from core.cycles import run_cycle
 
     bulk.load_jobs(200, seed=7, batch_size=100)
     pilot_demo.first_pilots()

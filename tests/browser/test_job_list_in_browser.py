@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from config import clock
+from core import clock
 from matcher import demo, services
 from matcher.models import Job
 from shares.models import User

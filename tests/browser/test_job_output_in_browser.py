@@ -10,7 +10,7 @@ import time
 import pytest
 from rest_framework.authtoken.models import Token
 
-from config import gdpconfig
+from core import gdpconfig
 from matcher import demo
 from pilots.client.transport import Client, FilePart
 

@@ -98,8 +98,8 @@ def test_the_why_headline_of_a_job_no_ce_can_take_names_what_it_lacks(page, worl
 
 
 def test_the_home_health_panel_leads_to_the_directors_reason_for_a_blocked_taskqueue(page, world):
-    from config import gdpconfig
-    from config.cycles import run_cycle
+    from core import gdpconfig
+    from core.cycles import run_cycle
 
     gdpconfig.set_value("PrivatePilotFraction", 0.0)
     page.login("alice", demo.USER_PASSWORD)

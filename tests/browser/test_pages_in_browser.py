@@ -93,7 +93,7 @@ def test_a_user_sees_the_form_error_next_to_the_bad_field(page, grid):
 
 
 def test_staff_edit_a_gdpconfig_value_and_see_the_change_and_its_history(page, grid):
-    from config import gdpconfig
+    from core import gdpconfig
 
     page.login("admin", demo.ADMIN_PASSWORD)
     page.goto("/config/")
@@ -140,7 +140,7 @@ def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, gr
     from brokerage import demo as panda_demo
     from brokerage.models import Task
     from brokerage.topology_import import import_topology
-    from config.cycles import run_cycle
+    from core.cycles import run_cycle
 
     import_topology(panda_demo.topology())
     page.login("erin", demo.USER_PASSWORD)
@@ -188,7 +188,7 @@ def test_a_user_reads_the_analysis_page_with_its_stabilizer_chart(page, grid):
 
 
 def test_staff_pause_and_speed_up_the_simulated_clock(page, grid):
-    from config.models import SimulationClock
+    from core.models import SimulationClock
 
     page.login("admin", demo.ADMIN_PASSWORD)
     page.goto("/simulation/")

@@ -82,7 +82,7 @@ def run_jobs(task, outcomes):
 
 
 def broker(task):
-    from config.cycles import run_cycle
+    from core.cycles import run_cycle
 
     assert run_cycle("task_brokerage").status == "success"
     assert run_cycle("job_brokerage").status == "success"
@@ -91,7 +91,7 @@ def broker(task):
 
 
 def test_a_tasks_page_reaches_its_final_state_with_its_counts(page, panda_world):
-    from config.cycles import run_cycle
+    from core.cycles import run_cycle
 
     page.login("erin", demo.USER_PASSWORD)
     task = submit_task_in_the_form(page, "browser.final", 3)
@@ -146,8 +146,8 @@ def test_from_a_task_to_its_failed_jobs_to_a_job_and_back(page, panda_world):
 
 def test_the_trace_of_a_throttled_analysis_run_opens_from_the_home_page(page, panda_world):
     from brokerage.models import BrokerageRun, Task
-    from config import gdpconfig
-    from config.cycles import run_cycle
+    from core import gdpconfig
+    from core.cycles import run_cycle
     from matcher import services as job_services
     from matcher.models import Job
     from shares.models import GridGroup, User

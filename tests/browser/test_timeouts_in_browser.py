@@ -9,7 +9,7 @@ pytestmark = pytest.mark.browser
 def timed_out(transactional_db):
     from brokerage import demo as panda_demo
     from brokerage.topology_import import import_topology
-    from config import clock
+    from core import clock
     from matcher import services
     from matcher.models import Job, JobStatus
     from shares.models import GridGroup, User

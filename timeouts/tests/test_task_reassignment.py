@@ -5,8 +5,8 @@ does the retry; moved here from brokerage/tests/test_task_lifecycle.py with the 
 from brokerage import lifecycle
 from brokerage.models import Task, TaskJob, TaskStatus
 from brokerage.tests.test_task_lifecycle import HOUR, end, jobs_of, make_task  # noqa: F401
-from config import clock, gdpconfig
-from config.cycles import run_cycle
+from core import clock, gdpconfig
+from core.cycles import run_cycle
 from matcher.models import Job, JobStatus
 from timeouts.models import TimeoutAction
 from timeouts.services import timeouts_cycle

@@ -12,9 +12,9 @@ from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus
 from brokerage.services.production import job_brokerage, task_brokerage
 from brokerage.services.submission import submit_task
 from brokerage.topology_import import import_topology
-from config import clock, gdpconfig
-from config.cycles import run_cycle
-from config.models import CycleRun
+from core import clock, gdpconfig
+from core.cycles import run_cycle
+from core.models import CycleRun
 from matcher import dispatcher
 from matcher import services as job_services
 from matcher.matching import Resource
@@ -389,7 +389,7 @@ def test_fast_rebrokerage_leaves_paused_queues_alone(crowded):
 
 
 def test_the_timeouts_cycle_is_scheduled_every_5_minutes_and_records_its_run(make_task):
-    from config.schedules import SCHEDULES
+    from core.schedules import SCHEDULES
 
     assert SCHEDULES["timeouts"] == 5
     job = one_job(make_task, "sent")

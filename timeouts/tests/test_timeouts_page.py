@@ -3,7 +3,7 @@
 import pytest
 from django.test import Client
 
-from config import clock
+from core import clock
 from matcher.models import Job
 from timeouts.models import TimeoutAction
 from timeouts.services import timeouts_cycle

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from config import gdpconfig
+from core import gdpconfig
 from timeouts import rules
 from timeouts.services import PARAMS
 

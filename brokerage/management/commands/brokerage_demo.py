@@ -4,7 +4,7 @@ from brokerage import demo
 from brokerage.models import Dataset, GlobalShare, PandaQueue, Task
 from brokerage.services.submission import submit_task
 from brokerage.topology_import import import_topology
-from config.cycles import run_cycle
+from core.cycles import run_cycle
 from shares.models import GridGroup, User
 
 

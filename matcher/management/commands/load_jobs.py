@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from config.progress import ProgressBar
+from core.progress import ProgressBar
 from matcher.bulk import LoadError, load_jobs
 from matcher.taskqueue_priorities import recompute_priorities
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from config.progress import ProgressBar
+from core.progress import ProgressBar
 from matcher import bulk, demo
 from matcher.models import Job
 from matcher.taskqueue_priorities import recompute_priorities

@@ -4,8 +4,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config import gdpconfig
-from config.cycles import run_cycle
+from core import gdpconfig
+from core.cycles import run_cycle
 from simulation import services
 
 

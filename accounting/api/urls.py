@@ -1,5 +1,0 @@
-from accounting.api import views
-
-routes = [
-    ("accounting", views.AccountingViewSet, "accounting"),
-]

@@ -1,7 +1,0 @@
-from django.urls import path
-
-from accounting import views
-
-urlpatterns = [
-    path("", views.accounting_page, name="accounting"),
-]

@@ -1,0 +1,5 @@
+from api.accounting import views
+
+routes = [
+    ("accounting", views.AccountingViewSet, "accounting"),
+]

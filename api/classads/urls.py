@@ -1,0 +1,6 @@
+from api.classads import views
+
+routes = [
+    ("classads/sites", views.SiteAdViewSet, "sitead"),
+    ("classads/jobs", views.JobAdViewSet, "jobad"),
+]

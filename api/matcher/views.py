@@ -1,0 +1,146 @@
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from api.core.export import ExportMixin
+from api.matcher import resources as r
+from api.matcher import serializers as s
+from api.shares.mixins import VisibleToUserMixin
+from core.permissions import StaffOnly, StaffWriteOrReadOnly
+from matcher import dispatcher, services
+from matcher.models import ComputingElement, Job, Site, TaskQueue
+from shares.ownership import may_act_on
+from web.matcher import selectors
+from web.matcher.filters import JobFilterSet, TaskQueueFilterSet
+
+
+class JobViewSet(
+    VisibleToUserMixin,
+    ExportMixin,
+    mixins.CreateModelMixin,
+    viewsets.ReadOnlyModelViewSet,
+):
+    """Jobs: submit (one or a list, all or nothing), list, export, read, kill, reschedule."""
+
+    queryset = Job.objects.select_related("owner", "owner_group", "task_job")
+    filterset_class = JobFilterSet
+    export_name = "jobs"
+    lookup_value_regex = r"\d+"
+
+    def get_queryset(self):
+        qs = super().get_queryset()
+        if self.action == "retrieve":
+            qs = qs.prefetch_related("history")
+        return qs
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return s.JobSubmitSerializer
+        if self.action == "retrieve":
+            return s.JobDetailSerializer
+        return s.JobSerializer
+
+    @extend_schema(
+        request=s.JobSubmitSerializer,
+        responses={201: s.JobCreatedSerializer, 400: OpenApiResponse(description="bad job")},
+        description="Submit one job (an object) or several (a list, stored all or nothing). A job "
+        "that no active CE can take is stored all the same, with `warnings` naming why.",
+    )
+    def create(self, request, *args, **kwargs):
+        many = isinstance(request.data, list)
+        context = {"submission": s.SubmissionContext(request.user), "request": request}
+        kwargs = {"many": True, "allow_empty": False} if many else {}
+        serializer = s.JobSubmitSerializer(data=request.data, context=context, **kwargs)
+        serializer.is_valid(raise_exception=True)
+        specs = serializer.validated_data if many else [serializer.validated_data]
+        jobs = services.submit_jobs(request.user, specs)
+        warnings = selectors.job_warnings(jobs)
+        for job in jobs:
+            job.warnings = warnings[job.pk]
+        out = s.JobCreatedSerializer(jobs, many=True).data
+        return Response(out if many else out[0], status=status.HTTP_201_CREATED)
+
+    def _act(self, request, pk, fn):
+        job = get_object_or_404(self.get_queryset(), pk=pk)
+        if not may_act_on(request.user, job):
+            raise PermissionDenied("Only the owner, the owner's JobSharing group or staff may.")
+        try:
+            fn(job.pk, request.user)
+        except services.JobActionError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        job = self.get_queryset().prefetch_related("history").get(pk=job.pk)
+        return Response(s.JobDetailSerializer(job).data)
+
+    @extend_schema(request=s.BulkActionSerializer, responses=s.BulkOutcomeSerializer)
+    @action(detail=False, methods=["post"])
+    def bulk(self, request):
+        """Kill or reschedule many jobs in one transaction, each checked as one: those refused
+        (not yours, or their state does not allow it) are named with the reason, the rest
+        done."""
+        body = s.BulkActionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        visible = Job.objects.visible_to(request.user)
+        out = services.act_on_jobs(data["action"], data["ids"], request.user, visible)
+        refused = [{"id": pk, "reason": why} for pk, why in sorted(out.refused.items())]
+        return Response(s.BulkOutcomeSerializer({"done": out.done, "refused": refused}).data)
+
+    @extend_schema(request=None, responses={200: s.JobDetailSerializer, 409: OpenApiResponse()})
+    @action(detail=True, methods=["post"])
+    def kill(self, request, pk=None):
+        return self._act(request, pk, services.kill_job)
+
+    @extend_schema(responses=r.JobAnalysisSerializer)
+    @action(detail=True, methods=["get"])
+    def analysis(self, request, pk=None):
+        """Why is this job not running? For a waiting job: every active CE, whether its pilots
+        could take the job's TaskQueue, and if not the first matching rule that fails."""
+        job = get_object_or_404(self.get_queryset(), pk=pk)
+        return Response(r.JobAnalysisSerializer(dispatcher.analyse_job(job)).data)
+
+    @extend_schema(request=None, responses={200: s.JobDetailSerializer, 409: OpenApiResponse()})
+    @action(detail=True, methods=["post"])
+    def reschedule(self, request, pk=None):
+        return self._act(request, pk, services.reschedule_job)
+
+
+class TaskQueueViewSet(VisibleToUserMixin, ExportMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = TaskQueue.objects.all()
+    filterset_class = TaskQueueFilterSet
+    export_name = "taskqueues"
+    lookup_value_regex = r"\d+"
+
+    def get_queryset(self):
+        return selectors.taskqueues_with_counts(super().get_queryset())
+
+    def get_serializer_class(self):
+        return s.TaskQueueDetailSerializer if self.action == "retrieve" else s.TaskQueueSerializer
+
+    @extend_schema(
+        request=r.ResourceDescriptionSerializer,
+        responses={200: r.MatchingTaskQueueSerializer(many=True), 400: OpenApiResponse()},
+    )
+    @action(detail=False, methods=["post"], permission_classes=[StaffOnly])
+    def matching(self, request):
+        """What would this pilot run? The TaskQueues a resource description matches, in draw
+        order, with their priorities, waiting jobs and probability of being drawn (staff)."""
+        body = r.ResourceDescriptionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        rows = dispatcher.taskqueue_draw_table(body.resource(request.user))
+        return Response([r.MatchingTaskQueueSerializer.describe(row) for row in rows])
+
+
+class SiteViewSet(viewsets.ModelViewSet):
+    queryset = Site.objects.all()
+    serializer_class = s.SiteSerializer
+    permission_classes = [StaffWriteOrReadOnly]
+
+
+class ComputingElementViewSet(viewsets.ModelViewSet):
+    queryset = ComputingElement.objects.select_related("site")
+    serializer_class = s.ComputingElementSerializer
+    permission_classes = [StaffWriteOrReadOnly]
+    filterset_fields = ["site__name", "status"]

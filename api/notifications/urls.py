@@ -1,0 +1,5 @@
+from api.notifications import views
+
+routes = [
+    ("notifications", views.NotificationRequestViewSet, "notificationrequest"),
+]

@@ -1,0 +1,274 @@
+"""Pilots and their reports: a pilot asks for a job (/match/), registers, reports its own status,
+and reports the status and heartbeats of the jobs it was given, and of no other."""
+
+import time
+
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from api.core.codec import JsonOnlyNegotiation, OrjsonRenderer
+from api.core.export import ExportMixin
+from api.core.fields import RejectUnknownFieldsMixin, StrictCharField, StrictIntegerField
+from api.matcher import resources as r
+from api.pilots.access import pilot_job as _pilot_job
+from api.pilots.sandbox import PilotSandboxMixin
+from api.shares.mixins import VisibleToUserMixin
+from core import metrics
+from matcher import topology
+from matcher.lifecycle import FINAL_STATES
+from matcher.models import RESULT_FIELDS, JobStatus
+from pilots import registry as pilot_registry
+from pilots import services as service
+from pilots.models import Pilot, PilotStatus
+from sandboxes import services as sandboxes
+from web.pilots.filters import PilotFilterSet
+
+
+class PilotSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Pilot
+        fields = [
+            "id",
+            "reference",
+            "task_queue_id",
+            "owner_dn",
+            "owner_group",
+            "private",
+            "broker",
+            "grid_type",
+            "submit_pool",
+            "site",
+            "ce",
+            "status",
+            "submitted",
+            "status_changed",
+            "jobs_done",
+            "requirements",
+        ]
+        read_only_fields = fields
+
+
+class PilotRegisterSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    reference = StrictCharField(max_length=255)
+    site = StrictCharField(max_length=128)
+    ce = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
+
+    def validate_site(self, value):
+        if not topology.site_exists(value):
+            raise serializers.ValidationError(f"Unknown site {value}.")
+        return value
+
+    def validate(self, attrs):
+        ce = attrs["ce"]
+        if ce:
+            site = topology.site_of_ce(ce)
+            if site is None:
+                raise serializers.ValidationError({"ce": [f"Unknown CE {ce}."]})
+            if site != attrs["site"]:
+                raise serializers.ValidationError(
+                    {"ce": [f"CE {ce} belongs to {site}, not {attrs['site']}."]}
+                )
+        return attrs
+
+
+class PilotReportSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    status = serializers.ChoiceField(choices=PilotStatus.choices)
+    reason = StrictCharField(max_length=255, required=False, allow_blank=True, default="")
+
+
+JOB_REPORT_CHOICES = [
+    (s.value, s.value)
+    for s in (
+        JobStatus.STARTING,
+        JobStatus.RUNNING,
+        JobStatus.HOLDING,
+        JobStatus.TRANSFERRING,
+        JobStatus.FINISHED,
+        JobStatus.FAILED,
+        JobStatus.CANCELLED,
+    )
+]
+
+
+class NonNegativeFloatField(serializers.FloatField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class JobReportSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=JOB_REPORT_CHOICES,
+        help_text="cancelled: the pilot stopped the payload of a job killed while it held it.",
+    )
+    pilot_reference = StrictCharField(max_length=255)
+    reason = StrictCharField(max_length=255, required=False, allow_blank=True, default="")
+    exit_code = StrictIntegerField(required=False, min_value=-(2**31), max_value=2**31 - 1)
+    application_status = StrictCharField(max_length=255, required=False, allow_blank=True)
+    cpu_seconds = NonNegativeFloatField(required=False, min_value=0, max_value=1e12)
+    wall_seconds = NonNegativeFloatField(required=False, min_value=0, max_value=1e12)
+    peak_memory_kb = StrictIntegerField(required=False, min_value=0, max_value=2**62)
+    hostname = StrictCharField(max_length=255, required=False, allow_blank=True)
+
+
+class HeartbeatSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    pilot_reference = StrictCharField(max_length=255)
+    output_tail = StrictCharField(
+        max_length=4096,
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The payload's last lines of stdout.",
+    )
+
+
+class CommandsSerializer(serializers.Serializer):
+    commands = serializers.ListField(
+        child=serializers.ChoiceField(choices=["kill"]),
+        help_text="kill: the job was killed; stop the payload's process group and report it "
+        "cancelled.",
+    )
+
+
+class PilotViewSet(
+    VisibleToUserMixin, ExportMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
+):
+    """Pilots: staff see all; others the pilots acting with their credential or for their DN.
+    Filtered, sorted and exported as the pilots page (web.pilots.filters.PilotFilterSet)."""
+
+    queryset = Pilot.objects.all()
+    serializer_class = PilotSerializer
+    filterset_class = PilotFilterSet
+    export_name = "pilots"
+    lookup_value_regex = r"\d+"
+
+    @extend_schema(
+        request=PilotRegisterSerializer,
+        responses={
+            200: PilotSerializer,
+            201: PilotSerializer,
+            400: OpenApiResponse(description="bad reference, unknown site or CE"),
+        },
+    )
+    def create(self, request, *args, **kwargs):
+        """A pilot registers: the caller's own pilot with this reference, created if new (a
+        pilot the director submitted finds its own record). Another credential's pilot with
+        the same reference is another pilot."""
+        body = PilotRegisterSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        pilot, created = pilot_registry.register_pilot(
+            request.user, data["reference"], data["site"], data["ce"]
+        )
+        answer = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(PilotSerializer(pilot).data, status=answer)
+
+    @extend_schema(
+        request=PilotReportSerializer,
+        responses={200: PilotSerializer, 403: OpenApiResponse(), 409: OpenApiResponse()},
+    )
+    @action(detail=True, methods=["post"])
+    def status(self, request, pk=None):
+        """The pilot reports its own status (Running, Done, Failed...)."""
+        pilot = get_object_or_404(self.get_queryset(), pk=pk)
+        if not service.pilot_may_report(request.user, pilot):
+            raise PermissionDenied("only the pilot's own credential reports its status")
+        body = PilotReportSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            pilot = service.set_pilot_status(
+                pilot.pk, body.validated_data["status"], body.validated_data["reason"]
+            )
+        except service.PilotError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(PilotSerializer(pilot).data)
+
+
+class JobReportsMixin(PilotSandboxMixin):
+    """A job's pilot reports on it (/jobs/{id}/status/, /jobs/{id}/heartbeat/) and fetches
+    and uploads its files (api/pilots/sandbox.py): actions the project root adds to the
+    matcher's job viewset (api/pilots/urls.py `extends`)."""
+
+    @extend_schema(
+        request=JobReportSerializer,
+        responses={200: OpenApiResponse(), 403: OpenApiResponse(), 409: OpenApiResponse()},
+    )
+    @action(detail=True, methods=["post"], url_path="status")
+    def report_status(self, request, pk=None):
+        """The job's pilot reports it starting, running, finished or failed."""
+        body = JobReportSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        job, pilot_id = _pilot_job(request, pk, data["pilot_reference"])
+        results = {k: data[k] for k in RESULT_FIELDS if k in data}
+        try:
+            with transaction.atomic():
+                job = service.report_job(
+                    job.pk, data["status"], data["reason"], pilot_id=pilot_id, results=results
+                )
+                if job.status in FINAL_STATES:  # its staged outputs are shown from now on
+                    sandboxes.complete_outputs(job.pk)
+        except service.PilotError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response({"id": job.pk, "status": job.status})
+
+    @extend_schema(
+        request=HeartbeatSerializer,
+        responses={
+            200: CommandsSerializer,
+            204: OpenApiResponse(description="nothing to do"),
+            403: OpenApiResponse(),
+            409: OpenApiResponse(),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def heartbeat(self, request, pk=None):
+        """The job's pilot says it is alive, with the payload's last lines of output: only
+        while the job is in a state a pilot holds. A job killed while it held it: 200 with
+        the command to kill the payload."""
+        body = HeartbeatSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        job, pilot_id = _pilot_job(request, pk, body.validated_data["pilot_reference"])
+        try:
+            commands = service.heartbeat(job.pk, pilot_id, body.validated_data.get("output_tail"))
+        except service.PilotError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        if commands:
+            return Response({"commands": commands})
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MatchViewSet(viewsets.ViewSet):
+    """A pilot asks for a job: 200 with exactly one job claimed for it, or 204 when none fits."""
+
+    serializer_class = r.ResourceDescriptionSerializer
+    # Pilots speak JSON: no browsable page to negotiate on the busiest endpoint.
+    renderer_classes = [OrjsonRenderer]
+    content_negotiation_class = JsonOnlyNegotiation
+
+    @extend_schema(
+        request=r.ResourceDescriptionSerializer,
+        responses={
+            200: r.MatchedJobSerializer,
+            204: OpenApiResponse(description="no waiting job fits this resource"),
+            400: OpenApiResponse(description="bad resource description"),
+        },
+    )
+    def create(self, request):
+        body = r.ResourceDescriptionSerializer(data=request.data, context={"claim": True})
+        body.is_valid(raise_exception=True)
+        resource = body.resource(request.user)
+        reference = body.validated_data.get("pilot_reference", "")
+        claimant = pilot_registry.resolve_pilot(request.user, reference, resource)
+        started = time.perf_counter()
+        found = pilot_registry.claim(resource, claimant)
+        metrics.observe_match(time.perf_counter() - started, claimed=found is not None)
+        if found is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(r.MatchedJobSerializer.describe(found))

@@ -1,0 +1,5 @@
+from api.timeouts import views
+
+routes = [
+    ("timeout-actions", views.TimeoutActionViewSet, "timeoutaction"),
+]

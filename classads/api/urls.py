@@ -1,6 +1,0 @@
-from classads.api import views
-
-routes = [
-    ("classads/sites", views.SiteAdViewSet, "sitead"),
-    ("classads/jobs", views.JobAdViewSet, "jobad"),
-]

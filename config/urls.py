@@ -1,9 +1,0 @@
-from django.urls import path
-
-from config import views
-
-urlpatterns = [
-    path("", views.parameters, name="parameters"),
-    path("<str:name>/rollback/<int:version>/", views.parameter_rollback, name="parameter-rollback"),
-    path("cycles/", views.cycle_runs, name="cycle-runs"),
-]

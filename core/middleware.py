@@ -1,0 +1,87 @@
+from django.conf import settings
+from django.contrib.auth.middleware import LoginRequiredMiddleware as _LoginRequired
+from django.http import JsonResponse
+
+from web.core.error_pages import connection_failure, database_unavailable
+
+# The schema and its viewers are for signed-in people: a browser goes to the login page and
+# comes back; a program asking for the schema gets the API's 401.
+API_DOCS = ("/api/docs/", "/api/redoc/")
+API_SCHEMA = "/api/schema/"
+
+
+def wants_html(request) -> bool:
+    return "text/html" in request.headers.get("Accept", "")
+
+
+class LoginRequiredMiddleware(_LoginRequired):
+    """Anonymous visitors see only the login page. The API answers for itself (401), and
+    static files and the admin's own login stay reachable."""
+
+    exempt_prefixes = ("/api/", "/static/", "/admin/login/")
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        path = request.path
+        if path.startswith(API_DOCS) or (path.startswith(API_SCHEMA) and wants_html(request)):
+            # DRF's views opt out of this middleware (login_required = False): decide here.
+            if request.user.is_authenticated:
+                return None
+            return self.handle_no_permission(request, view_func)
+        if path.startswith(self.exempt_prefixes):
+            return None
+        return super().process_view(request, view_func, view_args, view_kwargs)
+
+
+UPLOAD_PREFIX = "/api/v1/jobs/"  # where multipart bodies carry files (jobs' sandboxes)
+
+
+class RequestSizeLimitMiddleware:
+    """Refuse a request whose declared body is over settings.REQUEST_MAX_BYTES with 413, before
+    anything reads it (DRF reads API bodies itself, past Django's DATA_UPLOAD_MAX_MEMORY_SIZE).
+    The connection is closed: the unread body must not be taken for the next request."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return _too_big(request, "Content-Length is not a number", 400)
+        limit, name = settings.REQUEST_MAX_BYTES, "REQUEST_MAX_BYTES"
+        if request.path.startswith(UPLOAD_PREFIX) and request.META.get(
+            "CONTENT_TYPE", ""
+        ).startswith("multipart/form-data"):
+            # Sandbox files (the jobs' API) stream to disk; each view holds them to its own
+            # limit. Pages' forms stay under REQUEST_MAX_BYTES.
+            limit, name = getattr(settings, "UPLOAD_MAX_BYTES", limit), "UPLOAD_MAX_BYTES"
+        if length > limit:
+            return _too_big(
+                request,
+                f"request body of {length} bytes is over the limit of {limit} bytes ({name})",
+                413,
+            )
+        return self.get_response(request)
+
+
+def _too_big(request, message: str, status: int) -> JsonResponse:
+    response = JsonResponse({"detail": message}, status=status)
+    response["Connection"] = "close"
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """A view that cannot reach the database answers 503 with Retry-After (JSON under /api/),
+    in development too. A query error stays a 500. Failures in other middleware (the session
+    and user) are sorted by the 500 handler, web.core.error_pages.server_error."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if connection_failure(exception):
+            return database_unavailable(request)
+        return None

@@ -1,8 +1,0 @@
-from matcher.api import views
-
-routes = [
-    ("jobs", views.JobViewSet, "job"),
-    ("task-queues", views.TaskQueueViewSet, "taskqueue"),
-    ("sites", views.SiteViewSet, "site"),
-    ("computing-elements", views.ComputingElementViewSet, "computingelement"),
-]

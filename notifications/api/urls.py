@@ -1,5 +1,0 @@
-from notifications.api import views
-
-routes = [
-    ("notifications", views.NotificationRequestViewSet, "notificationrequest"),
-]

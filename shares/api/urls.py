@@ -1,7 +1,0 @@
-from shares.api import overview, views
-
-routes = [
-    ("groups", views.GridGroupViewSet, "gridgroup"),
-    ("users", views.UserViewSet, "user"),
-    ("shares", overview.SharesViewSet, "shares"),
-]

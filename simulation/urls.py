@@ -1,8 +1,0 @@
-from django.urls import path
-
-from simulation import views
-
-urlpatterns = [
-    path("", views.clock_page, name="simulation-clock"),
-    path("clock/", views.clock_action, name="simulation-clock-action"),
-]

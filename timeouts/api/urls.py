@@ -1,5 +1,0 @@
-from timeouts.api import views
-
-routes = [
-    ("timeout-actions", views.TimeoutActionViewSet, "timeoutaction"),
-]

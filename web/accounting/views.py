@@ -1,0 +1,72 @@
+"""The accounting page: running jobs, jobs ended and CPU delivered over a window, grouped by
+group, user, site or CE, from the hourly bins; `?format=csv` exports the hourly rows."""
+
+from __future__ import annotations
+
+import csv
+from urllib.parse import urlencode
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+from accounting import report
+from web.accounting import charts
+from web.accounting.forms import AccountingForm
+from web.core.charts import to_html
+
+CSV_HEAD = ["hour", "key", "running", "finished", "failed", "cpu_hours", "wall_hours"]
+JOB_FILTER = {"group": "group", "user": "owner", "site": "site"}  # the jobs list's parameters
+
+
+def csv_response(found: list[report.Row], group_by: str, hours: int) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="accounting-{group_by}-{hours}h.csv"'
+    out = csv.writer(response)
+    out.writerow(CSV_HEAD)
+    for r in found:
+        out.writerow([r.hour.isoformat(), r.key, round(r.running, 3), r.finished, r.failed,
+                      round(r.cpu_hours, 4), round(r.wall_hours, 4)])  # fmt: skip
+    return response
+
+
+def _jobs_link(group_by: str, key: str) -> str:
+    name = JOB_FILTER.get(group_by)
+    if name is None or key == report.NONE:
+        return ""
+    return reverse("job-list") + "?" + urlencode({name: key})
+
+
+def accounting_page(request):
+    form = AccountingForm(request.GET)
+    if not form.is_valid():
+        return render(request, "accounting/accounting.html", {"form": form}, status=400)
+    hours, group_by = form.cleaned_data["hours"], form.cleaned_data["group_by"]
+    found = report.rows(hours, group_by)
+    if request.GET.get("format") == "csv":
+        return csv_response(found, group_by, hours)
+    totals = report.totals(found, hours)
+    for t in totals:
+        t.link = _jobs_link(group_by, t.key)
+    charts_html = {}
+    if found:
+        bucket = charts.bucket_of(hours)
+        per = charts.per_bucket_figure
+        charts_html = {
+            "bucket": bucket,
+            "running": to_html(charts.running_figure(found, bucket)),
+            "ended": to_html(per(found, lambda r: r.finished, "jobs finished", bucket)),
+            "failed": to_html(per(found, lambda r: r.failed, "jobs failed", bucket)),
+            "cpu": to_html(per(found, lambda r: r.cpu_hours, "CPU hours", bucket)),
+        }
+    query = urlencode({"hours": hours, "group_by": group_by})
+    context = {
+        "form": form,
+        "hours": hours,
+        "group_by": group_by,
+        "totals": totals,
+        "charts": charts_html,
+        "csv_url": f"{request.path}?{query}&format=csv",
+        "api_url": reverse("api:accounting-list") + "?" + query,
+    }
+    return render(request, "accounting/accounting.html", context)

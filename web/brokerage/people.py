@@ -1,0 +1,57 @@
+"""The user page's brokerage sections (web.shares.people's registry): the user's tasks and their
+analysis caps against usage, linking to the task pages and the analysis page."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.urls import reverse
+
+from brokerage.models import Task
+from brokerage.services import analysis as analysis_services
+from brokerage.services import world
+from web.shares.people import register_user_section
+
+RECENT_TASKS = 20
+
+
+@register_user_section(order=20)
+def tasks(viewer, subject) -> dict:
+    rows = [
+        [
+            (str(t.pk), reverse("task-detail", args=[t.pk])),
+            t.name,
+            t.get_kind_display(),
+            t.status,
+            t.created.strftime("%Y-%m-%d %H:%M"),
+        ]
+        for t in Task.objects.visible_to(viewer)
+        .filter(owner=subject)
+        .order_by("-created", "-id")[:RECENT_TASKS]
+    ]
+    listed = reverse("task-list") + "?" + urlencode({"owner": subject.username})
+    return {
+        "id": "user-tasks",
+        "title": f"Tasks (the latest {RECENT_TASKS})",
+        "head": ["task", "name", "kind", "status", "created"],
+        "rows": rows,
+        "link": ("the tasks list", listed),
+        "empty": "No tasks.",
+    }
+
+
+@register_user_section(order=30)
+def analysis_caps(viewer, subject) -> dict:
+    params = analysis_services.analysis_params()
+    _usage, caps = analysis_services.user_caps(subject, world.load_queues(), params)
+    url = reverse("analysis-user") + (
+        "?" + urlencode({"user": subject.username}) if viewer.is_staff else ""
+    )
+    return {
+        "id": "user-caps",
+        "title": "Analysis caps (PanDA)",
+        "head": ["what", "used", "cap", "left"],
+        "rows": [[what, used, cap, max(0, cap - used)] for what, used, cap in caps],
+        "link": ("the analysis page", url),
+        "empty": "",
+    }

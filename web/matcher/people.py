@@ -1,0 +1,76 @@
+"""The user page's job sections (web.shares.people's registry): the user's jobs by state and
+their recent failures, as the viewer may see them, each linking into the jobs list."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from urllib.parse import urlencode
+
+from django.db.models import Count
+from django.urls import reverse
+
+from core import clock
+from matcher.models import Job, JobStatus
+from web.shares.people import register_user_section
+
+RECENT_FAILURES = 10
+FAILURE_DAYS = 7
+
+
+def _jobs_url(**params) -> str:
+    return reverse("job-list") + "?" + urlencode(params)
+
+
+@register_user_section(order=10)
+def jobs_by_state(viewer, subject) -> dict:
+    counts = dict(
+        Job.objects.visible_to(viewer)
+        .filter(owner=subject)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    rows = [
+        [(state.value, _jobs_url(owner=subject.username, status=state.value)), counts[state]]
+        for state in JobStatus
+        if counts.get(state)
+    ]
+    if rows:
+        rows.append(["all", sum(counts.values())])
+    return {
+        "id": "user-jobs",
+        "title": "Jobs by state",
+        "head": ["state", "jobs"],
+        "rows": rows,
+        "link": ("the jobs list", _jobs_url(owner=subject.username)),
+        "empty": "No jobs.",
+    }
+
+
+@register_user_section(order=40)
+def recent_failures(viewer, subject) -> dict:
+    since = clock.now() - timedelta(days=FAILURE_DAYS)
+    failed = (
+        Job.objects.visible_to(viewer)
+        .filter(owner=subject, status=JobStatus.FAILED, status_changed__gte=since)
+        .order_by("-status_changed", "-id")
+        .values("id", "name", "site", "status_reason", "status_changed")[:RECENT_FAILURES]
+    )
+    rows = [
+        [
+            (str(j["id"]), reverse("job-detail", args=[j["id"]])),
+            j["name"] or "—",
+            j["site"] or "—",
+            j["status_reason"] or "—",
+            j["status_changed"].strftime("%Y-%m-%d %H:%M"),
+        ]
+        for j in failed
+    ]
+    return {
+        "id": "user-failures",
+        "title": f"Recent failures (last {FAILURE_DAYS} days)",
+        "head": ["job", "name", "site", "reason", "failed at"],
+        "rows": rows,
+        "link": ("all failed", _jobs_url(owner=subject.username, status=JobStatus.FAILED)),
+        "empty": "No failure in that time.",
+    }

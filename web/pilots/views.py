@@ -1,0 +1,69 @@
+from django.db.models import Sum
+from django.shortcuts import get_object_or_404, render
+
+from core.models import CycleRun
+from matcher.models import Job
+from pilots.models import DirectorDecision, Pilot
+from web.core.listing import list_page
+from web.core.paging import paginate
+from web.pilots import charts
+from web.pilots.filters import PilotFilterSet
+from web.pilots.health import pilot_summary
+
+
+def pilot_list(request):
+    filterset = PilotFilterSet(request.GET, queryset=Pilot.objects.visible_to(request.user))
+    summary = pilot_summary() if request.user.is_staff else []
+    context = {"summary": summary}
+    return list_page(request, filterset, "pilots/pilot_list.html", context, name="pilots")
+
+
+def pilot_detail(request, pk):
+    pilot = get_object_or_404(Pilot.objects.visible_to(request.user), pk=pk)
+    context = {
+        "pilot": pilot,
+        "history": pilot.history.all(),
+        "jobs": Job.objects.visible_to(request.user).filter(pilot=pilot),
+    }
+    return render(request, "pilots/pilot_detail.html", context)
+
+
+def director(request):
+    runs = list(CycleRun.objects.filter(kind="director")[:30])
+    run_ids = [r.pk for r in runs]
+    rows = list(
+        DirectorDecision.objects.filter(cycle_run__in=run_ids, submitted__gt=0).values(
+            "at", "task_queue_id", "submitted"
+        )
+    )
+    last = runs[0] if runs else None
+    decisions = (
+        DirectorDecision.objects.filter(cycle_run=last.pk).order_by("-submitted", "-lam")
+        if last
+        else DirectorDecision.objects.none()
+    )
+    # ?task_queue=N: that TaskQueue's decisions over the cycles shown (the health panel and
+    # a job's "why" link here); anything but an id is an error, not the whole table.
+    wanted, tq_error = request.GET.get("task_queue"), ""
+    if wanted is not None:
+        if wanted.isdigit():
+            decisions = DirectorDecision.objects.filter(
+                task_queue_id=int(wanted), cycle_run__in=run_ids
+            ).order_by("-cycle_run")
+        else:
+            tq_error = f"task_queue must be a TaskQueue id, not {wanted[:40]!r}"
+            decisions = DirectorDecision.objects.none()
+    per_run = dict(
+        DirectorDecision.objects.filter(cycle_run__in=run_ids)
+        .values_list("cycle_run")
+        .annotate(n=Sum("submitted"))
+    )
+    context = {
+        "runs": [(r, per_run.get(r.pk, 0)) for r in runs],
+        "last": last,
+        "page": paginate(request, decisions),
+        "chart": charts.to_html(charts.director_figure(rows)) if rows else "",
+        "task_queue": wanted if wanted and wanted.isdigit() else "",
+        "tq_error": tq_error,
+    }
+    return render(request, "pilots/director.html", context)

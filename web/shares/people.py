@@ -1,0 +1,59 @@
+"""A user's page: their share standing (this app's) and what the apps above add through
+`register_user_section` (their jobs by state and recent failures, their tasks and analysis
+caps), so that shares imports none of them.
+
+A section is fn(viewer, subject) -> {"id", "title", "head": [...], "rows": [[cell, ...]],
+"link": (text, url) or None, "empty": text} or None (nothing to show); a cell is a text or a
+(text, url) pair. `order` places it (lower first)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from shares.models import User
+from web.shares import overview
+
+SECTIONS: list[tuple[int, Callable[[object, User], dict | None]]] = []
+
+
+def register_user_section(order: int = 100):
+    def add(fn: Callable[[object, User], dict | None]) -> Callable[[object, User], dict | None]:
+        SECTIONS.append((order, fn))
+        SECTIONS.sort(key=lambda pair: pair[0])
+        return fn
+
+    return add
+
+
+def may_see(viewer, subject: User) -> bool:
+    """Users see their own page; staff see everyone's."""
+    return bool(getattr(viewer, "is_staff", False)) or viewer.pk == subject.pk
+
+
+def _cell(cell) -> dict:
+    text, url = cell if isinstance(cell, tuple) else (cell, "")
+    return {"text": text, "url": url}
+
+
+def sections(viewer, subject: User) -> list[dict]:
+    """The registered sections, their cells as {"text", "url"}."""
+    out = []
+    for _order, fn in SECTIONS:
+        section = fn(viewer, subject)
+        if section is not None:
+            section["rows"] = [[_cell(c) for c in row] for row in section["rows"]]
+            out.append(section)
+    return out
+
+
+def standing(subject: User) -> list[dict]:
+    """Per group of the user: the group's row of the Shares page and, in a group without
+    JobSharing, the user's own row in it (None while the user has no waiting jobs there)."""
+    groups = set(subject.grid_groups.values_list("pk", flat=True))
+    out = []
+    for row in overview.overview()["rows"]:
+        if row["group"].pk not in groups:
+            continue
+        mine = next((u for u in row["users"] if u["user"].pk == subject.pk), None)
+        out.append({"group": row, "user": mine})
+    return out
