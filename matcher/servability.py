@@ -1,6 +1,6 @@
 """Which waiting work some active CE can serve at all, by the matcher's own rule
-(matcher.feasibility): per group and user for the Shares page (web.shares.overview's reach
-source), and per TaskQueue for its page and "why is my job not running" (the CE limits it
+(matcher.feasibility): per group and user for the Shares page (web.shares.overview calls
+reach()), and per TaskQueue for its page and "why is my job not running" (the CE limits it
 exceeds). Read-only; a bounded number of queries whatever the number of waiting jobs: the
 TaskQueues' loads (one aggregate over the per-priority counts), their definitions, the CEs.
 """
@@ -9,16 +9,27 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from matcher import feasibility, matching
 from matcher.models import ComputingElement, TaskQueue
 from matcher.taskqueue_priorities import taskqueue_loads
 from matcher.taskqueues import MULTI_VALUED_FIELDS
-from web.matcher.selectors import register_taskqueue_facts
-from web.shares.overview import Reach, register_reach_source
 
 DEFINITION_FIELDS = ("id", "setup", "cpu_time", "priority", *MULTI_VALUED_FIELDS)
+Key = tuple[int, int | None]  # (group, None) for a group, (group, user) for a user in it
+
+
+@dataclass
+class Reach:
+    """How much of the waiting work can run at all, per (group, user|None)."""
+
+    servable: dict[Key, int] = field(default_factory=dict)  # waiting jobs some active CE serves
+    blocked: dict[Key, dict[str, int]] = field(default_factory=dict)  # rule -> jobs no CE serves
+    slots: dict[Key, int] = field(default_factory=dict)  # slots of the CEs that could take some
+    rank: dict[Key, int] = field(default_factory=dict)  # its best TaskQueue's rank by priority
+    ranked: int = 0  # TaskQueues with waiting jobs
+    segments: dict[Key, dict[int, int]] = field(default_factory=dict)  # CPU segment -> servable
 
 
 @dataclass(frozen=True)
@@ -99,14 +110,9 @@ def reach() -> Reach:
     return out
 
 
-@register_taskqueue_facts
 def taskqueue_flag(user, tq_id: int, past: bool) -> dict:
     """The TaskQueue page's flag when no active CE can serve it, with the limits it exceeds."""
     if past:
         return {}
     tq = TaskQueue.objects.filter(pk=tq_id).values(*DEFINITION_FIELDS).first()
     return {"unservable": shortfalls(tq) if tq else []}
-
-
-def register() -> None:
-    register_reach_source("matcher", reach)

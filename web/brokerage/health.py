@@ -1,12 +1,11 @@
-"""The brokerage's alerts in the home page's health panel: tasks it cannot place."""
+"""The brokerage's alerts in the home page's health panel (web.matcher.health): tasks it cannot
+place."""
 
 from brokerage.models import Task, TaskStatus
-from web.matcher.health import register
 
 MAX_TASKS = 5
 
 
-@register
 def unbrokered_tasks(user) -> list[tuple[str, str]]:
     """Tasks (visible to the user) that brokerage found no nucleus or queue for: they are
     pending until it tries again."""

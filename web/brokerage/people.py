@@ -1,4 +1,4 @@
-"""The user page's brokerage sections (web.shares.people's registry): the user's tasks and their
+"""The user page's brokerage sections (web.shares.people): the user's tasks and their
 analysis caps against usage, linking to the task pages and the analysis page."""
 
 from __future__ import annotations
@@ -10,12 +10,10 @@ from django.urls import reverse
 from brokerage.models import Task
 from brokerage.services import analysis as analysis_services
 from brokerage.services import world
-from web.shares.people import register_user_section
 
 RECENT_TASKS = 20
 
 
-@register_user_section(order=20)
 def tasks(viewer, subject) -> dict:
     rows = [
         [
@@ -40,7 +38,6 @@ def tasks(viewer, subject) -> dict:
     }
 
 
-@register_user_section(order=30)
 def analysis_caps(viewer, subject) -> dict:
     params = analysis_services.analysis_params()
     _usage, caps = analysis_services.user_caps(subject, world.load_queues(), params)

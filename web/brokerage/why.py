@@ -3,8 +3,7 @@
 from brokerage.models import BrokerageRun, Task, TaskJob
 from core import clock
 from matcher.models import JobStatus
-from web.matcher.dashboard import register_panel
-from web.matcher.why import Part, register
+from web.matcher.why_part import Part
 
 WAITING_FOR_BROKERAGE = (
     JobStatus.DEFINED,
@@ -14,7 +13,6 @@ WAITING_FOR_BROKERAGE = (
 )
 
 
-@register
 def brokerage_parts(job) -> list[Part]:
     tj = TaskJob.objects.filter(job_id=job.pk).select_related("task", "queue", "task__nucleus")
     tj = tj.first()
@@ -47,7 +45,6 @@ def brokerage_parts(job) -> list[Part]:
     return [part]
 
 
-@register_panel
 def brokerage_failures(user) -> dict:
     runs = (
         BrokerageRun.objects.filter(

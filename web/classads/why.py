@@ -1,10 +1,9 @@
 """The ClassAd matchmaking part of "why is my job not running?"."""
 
 from classads.models import JobAdNode, JobAdStatus
-from web.matcher.why import Part, register
+from web.matcher.why_part import Part
 
 
-@register
 def classad_parts(job) -> list[Part]:
     node = JobAdNode.objects.filter(job_id=job.pk).select_related("job_ad").first()
     if node is None:

@@ -1,9 +1,9 @@
-"""The home dashboard's figures. Apps add panels (e.g. recent brokerage failures) by
-registering a function, so that the matcher needs none of them."""
+"""The home dashboard's figures: the matcher's charts and cycles, the shares' chart, and the
+panels and charts of the areas that serve the work (the health panel, recent brokerage failures,
+pilots per site)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 
 from django.db.models import Max
@@ -11,31 +11,18 @@ from django.db.models import Max
 from core import clock
 from core.models import CycleRun
 from matcher.models import JobStateSample, JobStatusHistory
-from web.matcher import charts
+from web.brokerage import why as brokerage_why
+from web.matcher import charts, health
+from web.pilots import health as pilots_health
 from web.shares import charts as share_charts
 from web.shares import overview as share_overview
 
-PANELS: list[Callable[[object], dict | None]] = []
-CHARTS: dict[str, Callable[[], str]] = {}
 HOURS = 24
-
-
-def register_panel(fn: Callable[[object], dict | None]):
-    """fn(user) -> {"title", "link", "rows": [(text, url)], "empty"} or None; optional "id",
-    "order" (lower first, default 100) and "alert" (drawn as one)."""
-    PANELS.append(fn)
-    return fn
-
-
-def register_chart(name: str):
-    """fn() -> a chart's HTML ("" for none), shown in the home page's slot `name` (the pilots
-    app's pilots_chart)."""
-
-    def add(fn: Callable[[], str]) -> Callable[[], str]:
-        CHARTS[name] = fn
-        return fn
-
-    return add
+# A panel is fn(user) -> {"title", "link", "rows": [(text, url)], "empty"} or None; optional "id",
+# "alert" (drawn as one) and "top" (above the charts). In their order on the page.
+PANELS = (health.health_panel, brokerage_why.brokerage_failures)
+# A chart is fn() -> its HTML ("" for none), shown in the home page's slot of that name.
+CHARTS = {"pilots_chart": pilots_health.pilots_chart}
 
 
 def state_history(hours: int = HOURS) -> dict[str, tuple[list, list]]:
@@ -75,7 +62,5 @@ def figures(user) -> dict:
         **{name: fn() for name, fn in CHARTS.items()},
         "cycle_runs": last_cycle_runs(),
         "timeouts": recent_timeouts(user),
-        "panels": sorted(
-            (p for p in (fn(user) for fn in PANELS) if p), key=lambda p: p.get("order", 100)
-        ),
+        "panels": [p for p in (fn(user) for fn in PANELS) if p],
     }

@@ -1,30 +1,20 @@
 """The home page's health panel: what keeps pilots from being sent or jobs from being placed,
-each alert linking to where the decision is recorded.
-
-Apps above the matcher add their alerts by registering a source (the pilots app: TaskQueues the
-director could not send pilots for, full submit pools, credentials running out; the brokerage:
-tasks it cannot place), never by an import.
+each alert linking to where the decision is recorded: tasks the brokerage cannot place, then the
+director's alerts (TaskQueues it could not send pilots for, full submit pools, credentials
+running out).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from web.brokerage.health import unbrokered_tasks
+from web.pilots.health import DIRECTOR_URL, director_alerts
 
-from web.matcher import dashboard
-
-DIRECTOR_URL = "/pilots/director/"
 MAX_ROWS = 12
 
-SOURCES: list[Callable[[object], list[tuple[str, str]]]] = []
+# An alert source is fn(user) -> [(alert text, url)], shown in this order.
+SOURCES = (unbrokered_tasks, director_alerts)
 
 
-def register(fn: Callable[[object], list[tuple[str, str]]]):
-    """fn(user) -> [(alert text, url)] for the health panel, shown in the order registered."""
-    SOURCES.append(fn)
-    return fn
-
-
-@dashboard.register_panel
 def health_panel(user) -> dict:
     rows = [row for source in SOURCES for row in source(user)]
     more = len(rows) - MAX_ROWS
@@ -32,7 +22,6 @@ def health_panel(user) -> dict:
         rows = [*rows[:MAX_ROWS], (f"… and {more} more", DIRECTOR_URL)]
     return {
         "id": "health",
-        "order": 0,
         "top": True,  # above the charts: the first thing an operator reads
         "alert": bool(rows),
         "title": "Health: what keeps work from running",

@@ -1,4 +1,4 @@
-"""The user page's job sections (web.shares.people's registry): the user's jobs by state and
+"""The user page's job sections (web.shares.people): the user's jobs by state and
 their recent failures, as the viewer may see them, each linking into the jobs list."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from django.urls import reverse
 
 from core import clock
 from matcher.models import Job, JobStatus
-from web.shares.people import register_user_section
 
 RECENT_FAILURES = 10
 FAILURE_DAYS = 7
@@ -21,7 +20,6 @@ def _jobs_url(**params) -> str:
     return reverse("job-list") + "?" + urlencode(params)
 
 
-@register_user_section(order=10)
 def jobs_by_state(viewer, subject) -> dict:
     counts = dict(
         Job.objects.visible_to(viewer)
@@ -47,7 +45,6 @@ def jobs_by_state(viewer, subject) -> dict:
     }
 
 
-@register_user_section(order=40)
 def recent_failures(viewer, subject) -> dict:
     since = clock.now() - timedelta(days=FAILURE_DAYS)
     failed = (

@@ -1,11 +1,13 @@
 """Read-side queries shared by pages and API (no writes here)."""
 
-from collections.abc import Callable
-
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from matcher import servability
 from matcher.models import Job, JobStatus, TaskQueue, TaskQueueJob
+from web.notifications import facts as notification_facts
+from web.pilots import why as pilots_why
+from web.sandboxes import facts as sandbox_facts
 
 
 def taskqueues_with_counts(queryset=None):
@@ -77,26 +79,20 @@ def job_warnings(jobs, ctx=None) -> dict[int, list[str]]:
     return out
 
 
-# What apps above the matcher know of a job or a TaskQueue (the pilots app: the job's pilot, the
-# pilots sent for a TaskQueue and the director's decisions), added to its page by registering a
-# function, so that the matcher imports none of them.
-JOB_FACTS: list[Callable[[object, Job], dict]] = []
-TASKQUEUE_FACTS: list[Callable[[object, int, bool], dict]] = []
-
-
-def register_job_facts(fn: Callable[[object, Job], dict]) -> Callable[[object, Job], dict]:
-    """fn(user, job) -> context for the job's page."""
-    JOB_FACTS.append(fn)
-    return fn
-
-
-def register_taskqueue_facts(
-    fn: Callable[[object, int, bool], dict],
-) -> Callable[[object, int, bool], dict]:
-    """fn(user, tq_id, past) -> context for the TaskQueue's page (past: it was removed); a true
-    "refers" says something still refers to that id."""
-    TASKQUEUE_FACTS.append(fn)
-    return fn
+# What the areas serving or holding a job's work know of a job or a TaskQueue, for their pages.
+# A job fact is fn(user, job) -> context for the job's page: its notification request, its pilot,
+# its sandbox files.
+JOB_FACTS = (
+    notification_facts.job_notification,
+    pilots_why.job_pilot,
+    sandbox_facts.sandbox_facts,
+)
+# A TaskQueue fact is fn(user, tq_id, past) -> context for its page (past: it was removed); a true
+# "refers" says something still refers to that id. Its pilots, and whether any active CE serves it.
+TASKQUEUE_FACTS = (
+    pilots_why.taskqueue_pilots,
+    servability.taskqueue_flag,
+)
 
 
 def facts_about_job(user, job: Job) -> dict:

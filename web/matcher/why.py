@@ -1,59 +1,26 @@
 """ "Why is my job not running?": one explanation per job, from every part of the system.
 
-The matcher explains matching and its TaskQueue's priority and share position. Apps that place
-jobs before they reach a TaskQueue (brokerage, ClassAds) add their own part by registering an
-explainer, and the pilots app its director's part and the pilots waiting for the TaskQueue, so
-that this module needs none of them.
+The matcher explains matching and its TaskQueue's priority and share position; the areas that
+place jobs before they reach a TaskQueue (brokerage, ClassAds) add their parts before it, and the
+pilots area its director's part after matching and the pilots waiting for the TaskQueue.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 from matcher import dispatcher
 from matcher.lifecycle import RUNNING_STATES, UNBROKERED_STATES
 from matcher.models import FINAL_STATES, Job, JobStatus, TaskQueue
+from web.brokerage.why import brokerage_parts
+from web.classads.why import classad_parts
+from web.matcher.why_part import Part
+from web.pilots.why import director_part, pilots_for
 
-
-@dataclass
-class Part:
-    """One piece of the explanation: a title, lines (text, optional link), whether it is what
-    holds the job back, and then the sentence that says so first (the headline)."""
-
-    title: str
-    lines: list[tuple[str, str]] = field(default_factory=list)
-    blocking: bool = False
-    headline: str = ""
-
-    def add(self, text: str, url: str = "") -> Part:
-        self.lines.append((text, url))
-        return self
-
-
-EXPLAINERS: list[Callable[[Job], list[Part]]] = []
-AFTER_MATCHING: list[Callable[[Job], Part | None]] = []
-TASKQUEUE_LINES: list[Callable[[TaskQueue], tuple[str, str]]] = []
-
-
-def register(fn: Callable[[Job], list[Part]]) -> Callable[[Job], list[Part]]:
-    """Parts that come before matching (the placement before a job reaches a TaskQueue)."""
-    EXPLAINERS.append(fn)
-    return fn
-
-
-def register_after_matching(fn: Callable[[Job], Part | None]) -> Callable[[Job], Part | None]:
-    """A part that comes after matching and before the TaskQueue's (the pilot director)."""
-    AFTER_MATCHING.append(fn)
-    return fn
-
-
-def register_taskqueue_line(
-    fn: Callable[[TaskQueue], tuple[str, str]],
-) -> Callable[[TaskQueue], tuple[str, str]]:
-    """A line (text, url) of the TaskQueue part (the pilots waiting for it)."""
-    TASKQUEUE_LINES.append(fn)
-    return fn
+# Parts that come before matching: the placement before a job reaches a TaskQueue.
+BEFORE_MATCHING = (brokerage_parts, classad_parts)
+# Parts after matching and before the TaskQueue's: the pilot director.
+AFTER_MATCHING = (director_part,)
+# Lines (text, url) of the TaskQueue part: the pilots waiting for it.
+TASKQUEUE_LINES = (pilots_for,)
 
 
 # The section's heading by the job's state: only a job that waits is "not running yet".
@@ -148,7 +115,7 @@ def explain(job: Job) -> dict:
     order, before the state's general sentence."""
     analysis = dispatcher.analyse_job(job)
     parts: list[Part] = []
-    for fn in EXPLAINERS:
+    for fn in BEFORE_MATCHING:
         parts.extend(fn(job))
     late = [fn(job) for fn in AFTER_MATCHING]
     for part in (matching_part(job, analysis), *late, taskqueue_part(job)):

@@ -1,4 +1,4 @@
-"""What the notifications app adds to the matcher's job page (web.matcher.selectors' registry):
+"""What the notifications app adds to the matcher's job page (web.matcher.selectors.JOB_FACTS):
 whether the user asked to be told when the job ends, and where to ask."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from django.urls import reverse
 
 from matcher.models import Job
 from notifications.models import Channel, NotificationPreference, NotificationRequest
-from web.matcher.selectors import register_job_facts
 
 
 def _channels(user) -> list[str]:
@@ -20,7 +19,6 @@ def _channels(user) -> list[str]:
     return [str(c) for c in channels]
 
 
-@register_job_facts
 def job_notification(user, job: Job) -> dict:
     if not getattr(user, "is_authenticated", False):
         return {}

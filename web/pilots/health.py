@@ -15,10 +15,10 @@ from core.models import CycleRun
 from matcher.models import TaskQueue
 from pilots import director
 from pilots.models import Credential, DirectorDecision, Pilot, PilotStatus
-from web.matcher import dashboard, selectors
-from web.matcher.health import DIRECTOR_URL, register
+from web.matcher import selectors
 from web.pilots import charts
 
+DIRECTOR_URL = "/pilots/director/"  # where the director's decisions are recorded
 RECENT_CYCLES = 5  # a TaskQueue's pilots are drawn at random: a blocker shows within a few
 
 
@@ -121,13 +121,11 @@ def credential_alerts(user) -> list[tuple[str, str]]:
     return out
 
 
-@register
 def director_alerts(user) -> list[tuple[str, str]]:
     runs = recent_director_runs()
     return [*blocked_taskqueues(user, runs), *full_pools(runs), *credential_alerts(user)]
 
 
-@dashboard.register_chart("pilots_chart")
 def pilots_chart() -> str:
     pilots = pilot_summary()
     return charts.to_html(charts.pilots_per_site_figure(pilots)) if pilots else ""

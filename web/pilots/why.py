@@ -1,6 +1,6 @@
-"""What the pilots app adds to the matcher's job and TaskQueue pages: its part of "why is my job not
-running?" (web/matcher/why.py), the director's latest
-decisions for the job's TaskQueue, and the pilots sent for it."""
+"""What the pilots area adds to the matcher's job and TaskQueue pages: its part of "why is my job
+not running?" (web.matcher.why: the director's latest decisions for the job's TaskQueue and the
+pilots waiting for it), and the job's pilot and the TaskQueue's pilots (web.matcher.selectors)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ from core.models import CycleRun
 from matcher.models import Job, JobStatus, TaskQueue
 from pilots import director
 from pilots.models import PILOT_WAITING_STATES, DirectorDecision, Pilot, PilotStatus
-from web.matcher.selectors import register_job_facts, register_taskqueue_facts
-from web.matcher.why import Part, register_after_matching, register_taskqueue_line
+from web.matcher.why_part import Part
 
 RECENT_DECISIONS = 10  # the director draws a TaskQueue's pilots at random: look a few cycles back
 
 
-@register_taskqueue_line
 def pilots_for(tq: TaskQueue) -> tuple[str, str]:
     pilots = Pilot.objects.filter(task_queue_id=tq.pk, status__in=PILOT_WAITING_STATES).count()
     running = Pilot.objects.filter(task_queue_id=tq.pk, status=PilotStatus.RUNNING).count()
@@ -23,7 +21,6 @@ def pilots_for(tq: TaskQueue) -> tuple[str, str]:
     return text + (f"; {running} run." if running else "."), f"/pilots/?task_queue={tq.pk}"
 
 
-@register_after_matching
 def director_part(job: Job) -> Part | None:
     """The director's latest decisions for the job's TaskQueue, with its own reason when it
     sent no pilot though its formula drew some."""
@@ -62,13 +59,11 @@ def director_part(job: Job) -> Part | None:
     return part
 
 
-@register_job_facts
 def job_pilot(user, job: Job) -> dict:
     """The pilot that claimed the job (retention may have deleted it: then none)."""
     return {"pilot": Pilot.objects.filter(pk=job.pilot_id).first() if job.pilot_id else None}
 
 
-@register_taskqueue_facts
 def taskqueue_pilots(user, tq_id: int, past: bool) -> dict:
     """A TaskQueue's waiting pilots; for one removed, the pilots sent for it (those the user
     may see) and the director's last decisions on it."""

@@ -1,5 +1,5 @@
 """The job page's sandbox facts: its input files and the output files to download (the
-matcher's page shows what apps above it register: web.matcher.selectors.register_job_facts)."""
+job page shows it: web.matcher.selectors.JOB_FACTS)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from urllib.parse import quote
 from matcher.models import Job
 from sandboxes import services
 from sandboxes.models import SandboxKind
-from web.matcher.selectors import register_job_facts
 
 PAGE_LOG_BYTES = 64 * 1024  # the page shows the end of stdout and stderr; the rest downloads
 
@@ -27,7 +26,6 @@ def _logs(job: Job) -> list[dict]:
     return out
 
 
-@register_job_facts
 def sandbox_facts(user, job: Job) -> dict:
     """The page is shown only to those who may see the job: its files with it."""
     if not job.executable:

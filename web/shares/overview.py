@@ -2,18 +2,14 @@
 share (running jobs), the corrections, and their history for the charts. Read-only.
 
 The shares own the page (web.shares.views.shares_page) and GET /api/v1/shares/; what they show of
-the work waiting to run comes from the apps that hold it, through the registry below (the
-matcher fills it in its AppConfig.ready()), so that this app imports none of them:
+the work waiting to run is read here from the apps that hold it:
 
-- register_waiting_source(name, fn): fn() -> Waiting, the waiting jobs, TaskQueues and users
-  per group; the sources' figures add up, and with none registered nothing waits.
-- register_page_section(name, fn): fn(request) -> the value the Shares page's template finds
-  under `name` (the matcher's "taskqueues": its TaskQueues by priority).
-- register_reach_source(name, fn): fn() -> Reach, per group and user how much of the waiting
-  work some active CE can serve, the slots that could take it and its TaskQueues' best rank
-  (the matcher, from matcher.feasibility).
-- register_pilot_source(name, fn): fn(since) -> PilotCounts, per group and user the pilots sent
-  for its TaskQueues since then, those that found work and those that ended without (pilots).
+- waiting(): the waiting jobs, TaskQueues and users per group (the matcher's TaskQueues);
+- taskqueues(request): its TaskQueues by priority, for the Shares page's table;
+- matcher.servability.reach(): per group and user how much of the waiting work some active CE can
+  serve, the slots that could take it and its TaskQueues' best rank;
+- pilot_counts(since): per group and user the pilots sent for its TaskQueues since then, those
+  that found work and those that ended without.
 
 With those figures each row says why it is off its share (shares.explanations, pure).
 """
@@ -21,18 +17,26 @@ With those figures each row says why it is off its share (shares.explanations, p
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.db.models import Count, Exists, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
 from core import clock, gdpconfig
+from matcher import servability
+from matcher.models import Job, TaskQueue
+from matcher.servability import Key, Reach
+from matcher.taskqueue_priorities import taskqueue_loads, waiting_entities
+from pilots.models import Pilot, PilotStatus
 from shares import corrections, explanations
 from shares.models import CorrectionRecord, GridGroup, UsageSample, UsageTick, User
 from shares.services import average_usage
+from web.matcher import selectors
 
-Key = tuple[int, int | None]  # (group, None) for a group, (group, user) for a user in it
+TOP_TASKQUEUES = 15  # the Shares page's "TaskQueue priorities" table
+PILOT_WINDOW_S = 3600  # "pilots sent in the last hour"
 
 
 @dataclass
@@ -45,18 +49,6 @@ class Waiting:
 
 
 @dataclass
-class Reach:
-    """How much of the waiting work can run at all, per (group, user|None)."""
-
-    servable: dict[Key, int] = field(default_factory=dict)  # waiting jobs some active CE serves
-    blocked: dict[Key, dict[str, int]] = field(default_factory=dict)  # rule -> jobs no CE serves
-    slots: dict[Key, int] = field(default_factory=dict)  # slots of the CEs that could take some
-    rank: dict[Key, int] = field(default_factory=dict)  # its best TaskQueue's rank by priority
-    ranked: int = 0  # TaskQueues with waiting jobs
-    segments: dict[Key, dict[int, int]] = field(default_factory=dict)  # CPU segment -> servable
-
-
-@dataclass
 class PilotCounts:
     """Pilots sent for an entity's TaskQueues since a moment, per (group, user|None)."""
 
@@ -65,101 +57,67 @@ class PilotCounts:
     no_work: dict[Key, int] = field(default_factory=dict)  # ended without claiming one
 
 
-WAITING_SOURCES: dict[str, Callable[[], Waiting]] = {}
-PAGE_SECTIONS: dict[str, Callable[[HttpRequest], object]] = {}
-REACH_SOURCES: dict[str, Callable[[], Reach]] = {}
-PILOT_SOURCES: dict[str, Callable[[datetime], PilotCounts]] = {}
-PILOT_WINDOW_S = 3600  # "pilots sent in the last hour"
+def waiting() -> Waiting:
+    """Per group, the users with waiting jobs, the waiting jobs (per group and per user) and
+    the TaskQueues that hold them, from one read of the TaskQueues' loads."""
+    loads = taskqueue_loads()
+    w = Waiting(users=dict(waiting_entities(loads)))
+    for tq in loads:
+        if tq.jobs > 0:
+            for key in ((tq.group_id, None), (tq.group_id, tq.owner_id)):
+                w.jobs[key] = w.jobs.get(key, 0) + tq.jobs
+            w.taskqueues[tq.group_id] = w.taskqueues.get(tq.group_id, 0) + 1
+    return w
 
 
-def register_reach_source(name: str, fn: Callable[[], Reach]) -> Callable[[], Reach]:
-    """fn() -> Reach; registering a name again replaces its source."""
-    REACH_SOURCES[name] = fn
-    return fn
-
-
-def register_pilot_source(
-    name: str, fn: Callable[[datetime], PilotCounts]
-) -> Callable[[datetime], PilotCounts]:
-    """fn(since) -> PilotCounts; registering a name again replaces its source."""
-    PILOT_SOURCES[name] = fn
-    return fn
-
-
-def _added(dicts: list[dict]) -> dict:
-    out: dict = {}
-    for d in dicts:
-        for k, v in d.items():
-            out[k] = out.get(k, 0) + v
-    return out
-
-
-def reach() -> Reach:
-    """What every registered source says of the waiting work's reach, added up (the best rank
-    of any source)."""
-    parts = [fn() for fn in REACH_SOURCES.values()]
-    blocked: dict[Key, dict[str, int]] = {}
-    for p in parts:
-        for key, rules in p.blocked.items():
-            blocked[key] = _added([blocked.get(key, {}), rules])
-    rank: dict[Key, int] = {}
-    segments: dict[Key, dict[int, int]] = {}
-    for p in parts:
-        for key, r in p.rank.items():
-            rank[key] = min(r, rank.get(key, r))
-        for key, by_segment in p.segments.items():
-            segments[key] = _added([segments.get(key, {}), by_segment])
-    return Reach(
-        servable=_added([p.servable for p in parts]),
-        blocked=blocked,
-        slots=_added([p.slots for p in parts]),
-        rank=rank,
-        ranked=sum(p.ranked for p in parts),
-        segments=segments,
+def taskqueues(request: HttpRequest) -> list[TaskQueue]:
+    """The TaskQueues the user may see, highest priority first, each with `unservable`: why no
+    active CE can serve it (empty when some can)."""
+    rows = list(
+        selectors.taskqueues_with_counts(TaskQueue.objects.visible_to(request.user)).order_by(
+            "-priority", "id"
+        )[:TOP_TASKQUEUES]
     )
+    ces = [c.resource for c in servability.active_ces()] if rows else []
+    for tq in rows:
+        tq.unservable = servability.shortfalls(tq, ces)
+    return rows
+
+
+def _of_taskqueue(name: str):
+    """The TaskQueue's `name` (owner_id, owner_group_id), from its row or from its jobs."""
+    live = TaskQueue.objects.filter(pk=OuterRef("task_queue_id")).values(name)[:1]
+    past = Job.objects.filter(task_queue_id=OuterRef("task_queue_id")).values(name)[:1]
+    return Coalesce(Subquery(live), Subquery(past))
 
 
 def pilot_counts(since: datetime) -> PilotCounts:
-    parts = [fn(since) for fn in PILOT_SOURCES.values()]
-    return PilotCounts(
-        sent=_added([p.sent for p in parts]),
-        found_work=_added([p.found_work for p in parts]),
-        no_work=_added([p.no_work for p in parts]),
+    """Per group and user, the pilots sent for its TaskQueues since then, those that claimed a
+    job and those that ended without one. One aggregate query: each pilot's entity is its
+    TaskQueue's owner and group, or, for a TaskQueue since removed, those of the jobs that were
+    in it."""
+    rows = (
+        Pilot.objects.filter(submitted__gte=since)
+        .annotate(
+            g=_of_taskqueue("owner_group_id"),
+            u=_of_taskqueue("owner_id"),
+            found=Exists(Job.objects.filter(pilot_id=OuterRef("pk"))),
+        )
+        .order_by()
+        .values("g", "u", "found", "status")
+        .annotate(n=Count("id"))
     )
-
-
-def register_waiting_source(name: str, fn: Callable[[], Waiting]) -> Callable[[], Waiting]:
-    """fn() -> Waiting; registering a name again replaces its source."""
-    WAITING_SOURCES[name] = fn
-    return fn
-
-
-def register_page_section(
-    name: str, fn: Callable[[HttpRequest], object]
-) -> Callable[[HttpRequest], object]:
-    """fn(request) -> the Shares page's template variable `name` (never one of the page's own);
-    registering a name again replaces its section."""
-    PAGE_SECTIONS[name] = fn
-    return fn
-
-
-def waiting() -> Waiting:
-    """What every registered source says waits, added up."""
-    total = Waiting()
-    for fn in WAITING_SOURCES.values():
-        w = fn()
-        for g, users in w.users.items():
-            if users:
-                total.users.setdefault(g, set()).update(users)
-        for key, n in w.jobs.items():
-            total.jobs[key] = total.jobs.get(key, 0) + n
-        for g, n in w.taskqueues.items():
-            total.taskqueues[g] = total.taskqueues.get(g, 0) + n
-    return total
-
-
-def page_sections(request: HttpRequest) -> dict[str, object]:
-    return {name: fn(request) for name, fn in PAGE_SECTIONS.items()}
+    out = PilotCounts()
+    for r in rows:
+        if r["g"] is None:
+            continue  # a TaskQueue nothing refers to any more
+        for key in ((r["g"], None), (r["g"], r["u"])):
+            out.sent[key] = out.sent.get(key, 0) + r["n"]
+            if r["found"]:
+                out.found_work[key] = out.found_work.get(key, 0) + r["n"]
+            elif r["status"] == PilotStatus.DONE:
+                out.no_work[key] = out.no_work.get(key, 0) + r["n"]
+    return out
 
 
 ACHIEVED_WINDOW_S = 3600  # "achieved" in the table: the running-jobs share over the last hour
@@ -273,7 +231,7 @@ def overview() -> dict:
     users = {
         u.pk: u for u in User.objects.filter(pk__in={u for s in waiting_users.values() for u in s})
     }
-    found = reach()
+    found = servability.reach()
     pilots = pilot_counts(clock.now() - timedelta(seconds=PILOT_WINDOW_S))
     clamps = _clamps(corr)
     rows = []

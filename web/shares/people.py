@@ -1,28 +1,24 @@
-"""A user's page: their share standing (this app's) and what the apps above add through
-`register_user_section` (their jobs by state and recent failures, their tasks and analysis
-caps), so that shares imports none of them.
+"""A user's page: their share standing (this app's) and the sections of the areas that hold their
+work: their jobs by state and recent failures (web.matcher.people), their tasks and analysis caps
+(web.brokerage.people).
 
 A section is fn(viewer, subject) -> {"id", "title", "head": [...], "rows": [[cell, ...]],
 "link": (text, url) or None, "empty": text} or None (nothing to show); a cell is a text or a
-(text, url) pair. `order` places it (lower first)."""
+(text, url) pair. SECTIONS is their order on the page."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from shares.models import User
+from web.brokerage import people as brokerage_people
+from web.matcher import people as matcher_people
 from web.shares import overview
 
-SECTIONS: list[tuple[int, Callable[[object, User], dict | None]]] = []
-
-
-def register_user_section(order: int = 100):
-    def add(fn: Callable[[object, User], dict | None]) -> Callable[[object, User], dict | None]:
-        SECTIONS.append((order, fn))
-        SECTIONS.sort(key=lambda pair: pair[0])
-        return fn
-
-    return add
+SECTIONS = (
+    matcher_people.jobs_by_state,
+    brokerage_people.tasks,
+    brokerage_people.analysis_caps,
+    matcher_people.recent_failures,
+)
 
 
 def may_see(viewer, subject: User) -> bool:
@@ -36,9 +32,9 @@ def _cell(cell) -> dict:
 
 
 def sections(viewer, subject: User) -> list[dict]:
-    """The registered sections, their cells as {"text", "url"}."""
+    """The sections with something to show, their cells as {"text", "url"}."""
     out = []
-    for _order, fn in SECTIONS:
+    for fn in SECTIONS:
         section = fn(viewer, subject)
         if section is not None:
             section["rows"] = [[_cell(c) for c in row] for row in section["rows"]]

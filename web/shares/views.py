@@ -15,8 +15,7 @@ from web.shares.forms import GroupShareForm
 
 
 def shares_page(request):
-    """The fair-share page; its TaskQueue priorities come from the sections the apps holding
-    the waiting work registered (web.shares.overview.register_page_section)."""
+    """The fair-share page, with the matcher's TaskQueues by priority."""
     data = overview.overview()
     for row in data["rows"]:
         row["form"] = GroupShareForm(
@@ -32,7 +31,7 @@ def shares_page(request):
                 param=p, initial={"value": p.to_text(gdpconfig.get(name))}, prefix=name
             )
     context = {
-        **overview.page_sections(request),  # never one of the page's own names below
+        "taskqueues": overview.taskqueues(request),
         **data,
         "share_chart": to_html(charts.share_figure(history)) if history["achieved"] else "",
         "corrections_chart": to_html(charts.corrections_figure(corr_history))
