@@ -7,13 +7,19 @@ same parts the DRF view uses (the cached token authentication, the orjson parser
 description serializer, the pilot's resolution and claim, the same JSON out, the same headers),
 and hands every other request to Django untouched:
 - another path or method, no `Authorization: Token`, not JSON, no Content-Length or one over
-  REQUEST_MAX_BYTES, a Host not in ALLOWED_HOSTS, plain HTTP where SECURE_SSL_REDIRECT wants TLS;
+  REQUEST_MAX_BYTES (the request size limit's setting);
+- a request that a middleware of Django's chain would answer before the view: the short path
+  asks Django's own (SecurityMiddleware's SSL redirect, CommonMiddleware's host and user-agent
+  checks, Django's host validation), built from the same settings, rather than copies of them;
 - an unknown token, a body that does not parse, a resource description that does not validate
   (or anything failing before the matcher runs): the body is put back and Django's view
   answers, so that every 4xx (and such a 500) comes from one place.
 Only once the matcher has run (a job may be claimed) does this answer alone: 200 with the job,
 204, or, if the matcher raised, a logged 500 as Django's handler would give (503 with
-Retry-After, as Django's, when the database refused or lost the connection).
+Retry-After, as Django's, when the database refused or lost the connection). Its security
+headers are those SecurityMiddleware and XFrameOptionsMiddleware put on a response, for a
+secure request and a plain one. Like Django's handler, it reads the settings when it is built.
+tests/test_match_fast_path_parity.py holds both paths to the same answers.
 """
 
 from __future__ import annotations
@@ -25,7 +31,12 @@ import time
 import orjson
 from django.conf import settings
 from django.core import signals
-from django.http.request import split_domain_port, validate_host
+from django.core.handlers.wsgi import WSGIRequest
+from django.http import HttpResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware
+from django.middleware.security import SecurityMiddleware
+from django.utils.module_loading import import_string
 
 from api.core.authentication import CachedTokenAuthentication
 from api.core.codec import OrjsonParser
@@ -39,35 +50,32 @@ ROUTE = "api/v1/match/"
 log = logging.getLogger("django.request")
 
 
+# Of Django's middleware, those that may answer a match before the view (a redirect to https, a
+# 400 for a host not allowed, a 403 for a user agent refused), and those that add headers to
+# every answer. The rest of the chain leaves a pilot's match as the view answers it.
+GATES = (SecurityMiddleware, CommonMiddleware)
+HEADERS = (SecurityMiddleware, XFrameOptionsMiddleware)
+VIEW_HEADERS = [("Allow", "POST, OPTIONS")]  # the DRF view's own
+
+
+def _through(request):  # the rest of the chain, for middleware asked one question at a time
+    return None
+
+
 class PilotMatchPath:
     def __init__(self, django_app):
         self.django = django_app
         self.authentication = CachedTokenAuthentication()
         self.parser = OrjsonParser()
-        self._headers = [
-            ("X-Frame-Options", "DENY"),
-            ("Allow", "POST, OPTIONS"),
-        ]
-        if settings.SECURE_CONTENT_TYPE_NOSNIFF:
-            self._headers.append(("X-Content-Type-Options", "nosniff"))
-        if settings.SECURE_REFERRER_POLICY:
-            self._headers.append(("Referrer-Policy", settings.SECURE_REFERRER_POLICY))
-        if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
-            coop = settings.SECURE_CROSS_ORIGIN_OPENER_POLICY
-            self._headers.append(("Cross-Origin-Opener-Policy", coop))
-        self._hsts = []
-        if settings.SECURE_HSTS_SECONDS:
-            value = f"max-age={settings.SECURE_HSTS_SECONDS}"
-            if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
-                value += "; includeSubDomains"
-            if settings.SECURE_HSTS_PRELOAD:
-                value += "; preload"
-            self._hsts = [("Strict-Transport-Security", value)]
+        chain = [import_string(path) for path in settings.MIDDLEWARE]
+        self._gates = [cls(_through).process_request for cls in chain if issubclass(cls, GATES)]
+        answering = [cls(_through) for cls in reversed(chain) if issubclass(cls, HEADERS)]
+        self._headers = {secure: _headers(answering, secure) for secure in (False, True)}
 
     def __call__(self, environ, start_response):
         if environ.get("PATH_INFO") != PATH or environ.get("REQUEST_METHOD") != "POST":
             return self.django(environ, start_response)
-        key, raw = self._common_case(environ)
+        key, raw, secure = self._common_case(environ)
         if key is None:
             return self.django(environ, start_response)
         started = time.perf_counter()
@@ -77,7 +85,7 @@ class PilotMatchPath:
             environ["wsgi.input"] = io.BytesIO(raw)
             return self.django(environ, start_response)
         status, body = answer
-        headers = [*self._headers, *(self._hsts if self._secure(environ) else [])]
+        headers = list(self._headers[secure])
         if status.startswith("503"):
             headers.append(("Retry-After", retry_after()))
         if body:
@@ -89,42 +97,38 @@ class PilotMatchPath:
         signals.request_finished.send(sender=PilotMatchPath)
         return [body]
 
-    def _common_case(self, environ) -> tuple[str | None, bytes]:
-        """The token and the body, or (None, b"") when Django must see the request as it is."""
+    def _common_case(self, environ) -> tuple[str | None, bytes, bool]:
+        """The token, the body and whether the request came over TLS, or (None, b"", False)
+        when Django must see the request as it is."""
+        refused = None, b"", False
         auth = environ.get("HTTP_AUTHORIZATION", "")
         content_type = environ.get("CONTENT_TYPE", "").split(";")
         if not auth.startswith("Token ") or content_type[0].strip() != "application/json":
-            return None, b""
+            return refused
         if any("charset" in p and "utf-8" not in p.lower() for p in content_type[1:]):
-            return None, b""
+            return refused
         try:
             length = int(environ.get("CONTENT_LENGTH") or "")
         except ValueError:
-            return None, b""
+            return refused
         if not 0 < length <= settings.REQUEST_MAX_BYTES:
-            return None, b""
-        host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME", "")
-        allowed = settings.ALLOWED_HOSTS
-        if settings.DEBUG and not allowed:
-            allowed = [".localhost", "127.0.0.1", "[::1]"]
-        if not validate_host(split_domain_port(host)[0], allowed):
-            return None, b""
-        if settings.SECURE_SSL_REDIRECT and not self._secure(environ):
-            return None, b""
+            return refused
         parts = auth.split()
         if len(parts) != 2:
-            return None, b""
+            return refused
+        try:
+            request = WSGIRequest(environ)
+            request.get_host()  # Django's validation (ALLOWED_HOSTS, X-Forwarded-Host)
+            if any(gate(request) is not None for gate in self._gates):
+                return refused
+            secure = request.is_secure()
+        except Exception:  # DisallowedHost, PermissionDenied...: Django answers as it would
+            return refused
         raw = environ["wsgi.input"].read(length)
         if len(raw) != length:  # a short body: Django says so
             environ["wsgi.input"] = io.BytesIO(raw)
-            return None, b""
-        return parts[1], raw
-
-    def _secure(self, environ) -> bool:
-        header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
-        if header:
-            return environ.get(header[0], "").split(",")[0].strip() == header[1]
-        return environ.get("wsgi.url_scheme") == "https"
+            return refused
+        return parts[1], raw, secure
 
     def _match(self, key: str, raw: bytes):
         """(status, body) once the matcher ran; None when Django must answer (before it did)."""
@@ -154,3 +158,21 @@ class PilotMatchPath:
         if found is None:
             return "204 No Content", b""
         return "200 OK", orjson.dumps(MatchedJobSerializer.describe(found))
+
+
+def _headers(middleware, secure: bool) -> list[tuple[str, str]]:
+    """The headers of an answer to a match: the view's, then what Django's middleware adds on
+    the way out (in the chain's order back), for a request over TLS or not."""
+    request = WSGIRequest(
+        {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": PATH,
+            "wsgi.input": io.BytesIO(),
+            "wsgi.url_scheme": "https" if secure else "http",
+        }
+    )
+    response = HttpResponse()
+    del response["Content-Type"]  # the answer's own, when it has a body
+    for each in middleware:
+        response = each.process_response(request, response)
+    return [*VIEW_HEADERS, *response.items()]
