@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 import pytest
+from django.conf import settings
 from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
@@ -23,6 +24,7 @@ from api.pilots.wsgi import PATH, PilotMatchPath
 HOST = "grid.example.org"
 CERN = {"site": "LCG.CERN.ch", "grid_ce": "ce503.cern.ch", "cpu_time": 86400}
 PROXY = ("HTTP_X_FORWARDED_PROTO", "https")
+MIDDLEWARE = list(settings.MIDDLEWARE)
 PRODUCTION = {
     "DEBUG": False,
     "ALLOWED_HOSTS": [HOST],
@@ -84,6 +86,13 @@ CASES = [
         False,
         settings={"USE_X_FORWARDED_HOST": True},
         environ={"HTTP_X_FORWARDED_HOST": "evil.example.org"},
+    ),
+    Case(
+        "a host not in ALLOWED_HOSTS goes to Django even in a chain without CommonMiddleware",
+        200,  # nothing in that chain asks for the host of a match
+        False,
+        settings={"MIDDLEWARE": [m for m in MIDDLEWARE if not m.endswith(".CommonMiddleware")]},
+        environ={"HTTP_HOST": "evil.example.org"},
     ),
     Case(
         "plain http is redirected to https when SECURE_SSL_REDIRECT is on",

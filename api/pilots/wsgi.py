@@ -50,9 +50,9 @@ ROUTE = "api/v1/match/"
 log = logging.getLogger("django.request")
 
 
-# Of Django's middleware, those that may answer a match before the view (a redirect to https, a
-# 400 for a host not allowed, a 403 for a user agent refused), and those that add headers to
-# every answer. The rest of the chain leaves a pilot's match as the view answers it.
+# Of Django's middleware, those that may answer a match before the view (a redirect to https or
+# to www., a 400 for a host not allowed, a 403 for a user agent refused), and those that add
+# headers to every answer. The rest of the chain leaves a pilot's match as the view answers it.
 GATES = (SecurityMiddleware, CommonMiddleware)
 HEADERS = (SecurityMiddleware, XFrameOptionsMiddleware)
 VIEW_HEADERS = [("Allow", "POST, OPTIONS")]  # the DRF view's own
@@ -62,6 +62,10 @@ def _through(request):  # the rest of the chain, for middleware asked one questi
     return None
 
 
+def _host(request):
+    request.get_host()  # DisallowedHost: ALLOWED_HOSTS, X-Forwarded-Host if trusted
+
+
 class PilotMatchPath:
     def __init__(self, django_app):
         self.django = django_app
@@ -69,6 +73,10 @@ class PilotMatchPath:
         self.parser = OrjsonParser()
         chain = [import_string(path) for path in settings.MIDDLEWARE]
         self._gates = [cls(_through).process_request for cls in chain if issubclass(cls, GATES)]
+        if not any(issubclass(cls, CommonMiddleware) for cls in chain):
+            # Django checks the host when asked (CommonMiddleware asks on every request):
+            # without it, the short path still asks, and hands a refused host over.
+            self._gates.insert(0, _host)
         answering = [cls(_through) for cls in reversed(chain) if issubclass(cls, HEADERS)]
         self._headers = {secure: _headers(answering, secure) for secure in (False, True)}
 
@@ -118,7 +126,6 @@ class PilotMatchPath:
             return refused
         try:
             request = WSGIRequest(environ)
-            request.get_host()  # Django's validation (ALLOWED_HOSTS, X-Forwarded-Host)
             if any(gate(request) is not None for gate in self._gates):
                 return refused
             secure = request.is_secure()
