@@ -63,7 +63,7 @@ def throwaway_database(name: str = "bench") -> Iterator[None]:
         # Nothing of this process may still hold the database when it is dropped ("database
         # ... is being accessed by other users"): the matcher's housekeeping thread has its own
         # connection, so it is ended first, then every connection of this thread closed.
-        from matcher.housekeeping import housekeeper
+        from matcher.services.housekeeping import housekeeper
 
         housekeeper.stop()
         connections.close_all()

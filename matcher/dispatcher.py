@@ -10,8 +10,8 @@
 3. Inside it, the winning UserPriority drawn from the per-priority counts, then one of the ten
    lowest JobIDs at that priority not locked by another matcher, claimed (claims.py): on
    PostgreSQL the draw and the claim are one statement.
-4. A TaskQueue whose last job was claimed is dropped after the answer (housekeeping.py), and
-   its group's priorities are recomputed after that.
+4. A TaskQueue whose last job was claimed is dropped after the answer
+   (services/housekeeping.py), and its group's priorities are recomputed after that.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from django.db import DatabaseError, transaction
 from django.db.models import Sum
 
 from core import gdpconfig
-from matcher import claims, housekeeping, matching, races
+from matcher import claims, matching, races
 from matcher.claims import CANDIDATE_JOBS, MatchedJob  # noqa: F401  (the matcher's vocabulary)
-from matcher.models import Job, JobStatus, TaskQueuePriorityCount
-from matcher.services import drop_empty_taskqueues
+from matcher.models import ComputingElement, Job, JobStatus, TaskQueuePriorityCount
+from matcher.services import housekeeping
 from matcher.taskqueue_view import load_definitions, view
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ def _drop_quietly(tq_ids) -> None:
         transaction.on_commit(lambda: _park_and_drop(tq_ids))
         return
     try:
-        drop_empty_taskqueues(tq_ids)
+        housekeeping.drop_empty_taskqueues(tq_ids)
     except DatabaseError:
         log.warning("could not drop empty TaskQueues %s now", tq_ids, exc_info=True)
 
@@ -144,8 +144,6 @@ def definition_of(tq_id: int) -> matching.TQ | None:
 
 def active_ces():
     """The active computing elements, their sites loaded, in the CEs' order (site, name)."""
-    from matcher.models import ComputingElement
-
     return ComputingElement.objects.select_related("site").filter(
         status=ComputingElement.Status.ACTIVE
     )

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from django.db.models import Sum
 from prometheus_client.core import GaugeMetricFamily
 
+from matcher.models import TaskQueue, TaskQueuePriorityCount
+
 
 def collect() -> Iterator[GaugeMetricFamily]:
-    from matcher.models import TaskQueue, TaskQueuePriorityCount
-
     waiting = TaskQueuePriorityCount.objects.aggregate(n=Sum("jobs"))["n"] or 0
     yield GaugeMetricFamily(
         "gridwms_waiting_jobs", "Jobs waiting in TaskQueues for a pilot.", value=waiting

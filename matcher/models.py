@@ -385,7 +385,7 @@ class PrioritiesDue(models.Model):
     """A group whose TaskQueues appeared or vanished since its priorities were last computed:
     recomputed in the background once the mark is RECOMPUTE_DELAY old (so a group whose
     TaskQueues come and go many times a second is recomputed once per delay, by one process),
-    and by every priorities cycle. See matcher/housekeeping.py."""
+    and by every priorities cycle. See matcher/services/housekeeping.py."""
 
     group_id = models.BigIntegerField(primary_key=True)
     since = models.DateTimeField()

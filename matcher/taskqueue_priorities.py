@@ -1,25 +1,29 @@
 """TaskQueue priorities: the matcher feeds the pure engine (shares.priorities) plain data and
 writes the result back; the usage sampler feeds the share correctors. Cycles: `priorities`
-(every 2 minutes) and `usage_sampling` (every minute)."""
+(every 2 minutes) and `usage_sampling` (every minute).
+
+Also the marks of the groups whose priorities are due (PrioritiesDue): a transaction that
+creates or drops a TaskQueue marks its group, and whoever recomputes the group takes the mark
+(matcher/services/housekeeping.py within seconds, the priorities cycle every group)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Count
-from django.dispatch import receiver
+from django.utils import timezone
 
 from core import clock, db, gdpconfig
 from core.cycles import cycle
 from matcher import changelog
-from matcher.lifecycle import RUNNING_STATES
-from matcher.models import Job, TaskQueue, TaskQueuePriorityCount
+from matcher.lifecycle import FINAL_STATES, RUNNING_STATES
+from matcher.models import Job, JobStateSample, PrioritiesDue, TaskQueue, TaskQueuePriorityCount
 from shares import priorities as engine
 from shares import services as share_services
 from shares.models import GridGroup
-from shares.signals import shares_changed
 
 _LOADS_SQL = f"""
 SELECT tq.id, tq.owner_id, tq.owner_group_id,
@@ -64,7 +68,7 @@ def _write_priorities(priorities: dict[int, float]) -> None:
         for start in range(0, len(items), 5000):
             chunk = items[start : start + 5000]
             # Rows locked in id order first: a cycle and a background recomputation of some
-            # groups (housekeeping.py) then wait for each other, never deadlock.
+            # groups (services/housekeeping.py) then wait for each other, never deadlock.
             where, params = db.id_in("id", [tq for tq, _ in chunk])
             cur.execute(
                 f"SELECT id FROM {table} WHERE {where} ORDER BY id FOR NO KEY UPDATE", params
@@ -111,8 +115,6 @@ def waiting_entities(loads) -> dict[int, set[int]]:
 @cycle("priorities")
 def priorities_cycle() -> dict:
     """Run the share correctors on the usage history, then recompute every priority."""
-    from matcher.housekeeping import take_marks
-
     take_marks(None)  # every group is recomputed here
     loads = taskqueue_loads()
     factors = share_services.run_correctors(waiting_entities(loads))
@@ -144,8 +146,6 @@ def usage_sampling_cycle() -> dict:
 
 def sample_job_states() -> None:
     """Jobs per live state now, for the dashboard; samples older than UsageHistoryDays go."""
-    from matcher.models import FINAL_STATES, JobStateSample
-
     now = clock.now()
     counts = dict(
         Job.objects.exclude(status__in=FINAL_STATES)
@@ -158,6 +158,32 @@ def sample_job_states() -> None:
     JobStateSample.objects.filter(at__lt=now - keep).delete()
 
 
-@receiver(shares_changed)
-def _on_shares_changed(sender, group_ids, **kwargs):
-    recompute_priorities(group_ids)
+# --- the marks of groups whose priorities are due ------------------------------------------------
+
+
+def mark_due(group_ids: Iterable[int], since: datetime) -> None:
+    """Mark these groups due since `since`, in the caller's transaction."""
+    with connection.cursor() as cur:
+        # The oldest mark stays: a group that keeps changing is recomputed once per delay.
+        cur.executemany(
+            f"INSERT INTO {PrioritiesDue._meta.db_table} (group_id, since) VALUES (%s, %s) "
+            "ON CONFLICT DO NOTHING",
+            [(g, since) for g in group_ids],
+        )
+
+
+def take_marks(older_than: float | None) -> list[int]:
+    """Delete the marks at least `older_than` seconds old (None: all); returns their groups.
+    Its own short transaction: a submission marking its group never waits for a
+    recomputation."""
+    marks = PrioritiesDue.objects.all()
+    if older_than is not None:
+        marks = marks.filter(since__lte=timezone.now() - timedelta(seconds=older_than))
+    with transaction.atomic(), connection.cursor() as cur:
+        sql, params = marks.values("group_id").query.sql_with_params()
+        cur.execute(
+            f"DELETE FROM {PrioritiesDue._meta.db_table} WHERE group_id IN ({sql}) "
+            "RETURNING group_id",
+            params,
+        )
+        return sorted(r[0] for r in cur.fetchall())

@@ -9,13 +9,13 @@ import time
 
 from django.conf import settings
 
+from matcher.models import ComputingElement, Site
+
 _lock = threading.Lock()
 _snapshot: dict = {"at": None}
 
 
 def _load() -> dict:
-    from matcher.models import ComputingElement, Site
-
     return {
         "sites": set(Site.objects.values_list("name", flat=True)),
         "ce_site": dict(ComputingElement.objects.values_list("name", "site__name")),

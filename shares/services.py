@@ -1,5 +1,9 @@
 """Groups' JobShares with a change history, the running-jobs usage history, and the share
-correctors run against it."""
+correctors run against it.
+
+A group's edit here changes the group and its history only: the TaskQueue priorities that follow
+are the matcher's, so pages, the API and tools edit a group through matcher.services
+(update_group, revert_change), which call these."""
 
 from __future__ import annotations
 
@@ -14,7 +18,6 @@ from django.db.models import Sum
 from core import clock, gdpconfig
 from shares import corrections
 from shares.models import CorrectionRecord, GridGroup, GroupChange, UsageSample, UsageTick
-from shares.signals import shares_changed
 
 EDITABLE = {
     "job_share": float,
@@ -23,6 +26,9 @@ EDITABLE = {
     "production_management": bool,
     "description": str,
 }
+# The fields the priority engine reads (shares.priorities.Group): a change of one of them changes
+# the priorities of the group's TaskQueues.
+PRIORITY_FIELDS = frozenset({"job_share", "job_sharing"})
 
 
 class ShareError(ValueError):
@@ -32,8 +38,11 @@ class ShareError(ValueError):
         self.message = message
 
 
-def update_group(group: GridGroup, changes: dict, user=None, comment: str = "") -> GridGroup:
-    """Apply {field: value}, recording each real change (who, when, old -> new)."""
+def change_group(
+    group: GridGroup, changes: dict, user=None, comment: str = ""
+) -> tuple[GridGroup, list[str]]:
+    """Apply {field: value}, recording each real change (who, when, old -> new); returns the
+    group as saved and the fields that really changed."""
     for name, value in changes.items():
         if name not in EDITABLE:
             raise ShareError(name, "cannot be changed here")
@@ -69,16 +78,13 @@ def update_group(group: GridGroup, changes: dict, user=None, comment: str = "") 
             changed.append(name)
         if changed:
             locked.save(update_fields=changed)
-            if set(changed) & {"job_share", "job_sharing"}:
-                transaction.on_commit(
-                    lambda: shares_changed.send(None, group_ids=[locked.pk]), robust=True
-                )
-    return locked
+    return locked, changed
 
 
-def revert_change(change: GroupChange, user=None) -> GridGroup:
-    """Put the field back to its value before `change`, as a new recorded change."""
-    return update_group(
+def undo_change(change: GroupChange, user=None) -> tuple[GridGroup, list[str]]:
+    """Put the field back to its value before `change`, as a new recorded change; returns what
+    change_group returns."""
+    return change_group(
         change.group, {change.field: change.old}, user, comment=f"revert of change {change.pk}"
     )
 

@@ -8,6 +8,7 @@ import pytest
 from core import clock, gdpconfig
 from core.cycles import run_cycle
 from matcher.models import Job, TaskQueue
+from matcher.services import groups
 from matcher.taskqueue_priorities import recompute_priorities
 from shares import services
 from shares.models import CorrectionRecord, GridGroup, GroupChange, UsageSample, UsageTick
@@ -56,7 +57,7 @@ def test_a_jobshare_change_is_recorded_recomputed_and_revertible(
     r = api(users["alice"]).get(f"/api/v1/groups/{mc.pk}/changes/")
     assert r.data[0]["old"] == 300.0 and r.data[0]["new"] == 600.0
     with django_capture_on_commit_callbacks(execute=True):
-        services.revert_change(change, users["admin"])
+        groups.revert_change(change, users["admin"])
     assert prio(grid["e1"]) == pytest.approx(300)
     assert GroupChange.objects.count() == 2
 
@@ -67,7 +68,7 @@ def test_a_negative_jobshare_is_refused_and_nothing_is_recorded(grid, api, users
     assert r.status_code == 400 and "job_share" in r.data
     assert not GroupChange.objects.exists()
     with pytest.raises(services.ShareError):
-        services.update_group(mc, {"job_share": -1})
+        groups.update_group(mc, {"job_share": -1})
 
 
 def test_consolidation_sum_weighs_by_jobs_and_avg_by_average_priority(grid, submit):

@@ -8,9 +8,10 @@ import multiprocessing
 import pytest
 from django.db import connection
 
-from matcher import dispatcher, housekeeping
+from matcher import dispatcher
 from matcher.matching import Resource
 from matcher.models import Job, TaskQueue
+from matcher.services import housekeeping
 from matcher.taskqueue_priorities import recompute_priorities
 from tests import _view_workers
 

@@ -132,7 +132,7 @@ def test_json_parameters_refuse_nan_and_infinity(db):
 
 
 def test_a_stored_corrector_stays_in_force_when_its_group_later_gets_jobsharing(users):
-    from shares import services
+    from matcher.services.groups import update_group
     from shares.models import GridGroup
 
     mine = {
@@ -147,7 +147,7 @@ def test_a_stored_corrector_stays_in_force_when_its_group_later_gets_jobsharing(
         },
     }
     gdpconfig.set_value("WMSHistory", mine)
-    services.update_group(GridGroup.objects.get(name="lhcb_user"), {"job_sharing": True})
+    update_group(GridGroup.objects.get(name="lhcb_user"), {"job_sharing": True})
     gdpconfig.invalidate()
     assert gdpconfig.get("WMSHistory") == mine  # not silently replaced by the seed's example
     with pytest.raises(ConfigError, match="JobSharing"):

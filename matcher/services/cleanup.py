@@ -14,7 +14,7 @@ from core import gdpconfig
 from core.cycles import cycle
 from matcher.lifecycle import ACTIVATED
 from matcher.models import Job, TaskQueue, TaskQueueJob, TaskQueuePriorityCount
-from matcher.services import enqueue, moves
+from matcher.services import enqueue, housekeeping, moves
 
 ORPHANS_PER_RUN = 10000
 
@@ -104,7 +104,7 @@ def taskqueue_cleanup() -> dict:
     empty = TaskQueue.objects.filter(
         ~Exists(TaskQueueJob.objects.filter(task_queue=OuterRef("pk")))
     )
-    dropped = enqueue.drop_empty_taskqueues(
+    dropped = housekeeping.drop_empty_taskqueues(
         list(empty.values_list("pk", flat=True)) + [tq for tq, _ in removed.values()]
     )
     return {

@@ -1,6 +1,7 @@
 """The one way into and out of TaskQueues: the TaskQueue of each definition (created where
-missing), the memberships of the waiting jobs with the per-priority counts kept beside them,
-and dropping the TaskQueues left empty.
+missing), the memberships of the waiting jobs with the per-priority counts kept beside them.
+The TaskQueues left empty are dropped by housekeeping.py, which also recomputes the priorities
+that a TaskQueue appearing or vanishing changes.
 
 A membership exists exactly for each activated job, at the UserPriority the job has
 (tests/_invariants.py). Only the job moves (matcher.services.moves) and the claim
@@ -14,15 +15,14 @@ Rows go in by number: the ORM for a few, one INSERT over arrays for more, COPY f
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from django.db import DatabaseError, connection, models, transaction
+from django.db import connection, models
 
 from core import clock, db
 from core.db import among
-from matcher import changelog, housekeeping, taskqueues
+from matcher import changelog, taskqueues
 from matcher.models import (
     MULTI_VALUED_FIELDS,
     Job,
@@ -30,8 +30,7 @@ from matcher.models import (
     TaskQueueJob,
     TaskQueuePriorityCount,
 )
-
-log = logging.getLogger(__name__)
+from matcher.services import housekeeping
 
 # Up to this many rows, the ORM inserts them; from COPY_FROM on, COPY does.
 FEW = 10
@@ -152,50 +151,3 @@ def leave_taskqueues(job_ids: Iterable[int]) -> dict[int, tuple[int, int]]:
         part._raw_delete(TaskQueueJob.objects.db)
     add_to_counts(Counter({key: -n for key, n in Counter(members.values()).items()}))
     return members
-
-
-def drop_empty_taskqueues(tq_ids: Iterable[int], skip_locked: bool = False) -> list[int]:
-    """Delete those of these TaskQueues that hold no job; returns the ids deleted.
-
-    The rows are locked first, and emptiness is checked under the lock, so a TaskQueue that a
-    concurrent submission is filling is never removed from under it (that submission, which
-    checks its foreign key at commit, retries instead).
-    """
-    ids = sorted(set(tq_ids))
-    if not ids:
-        return []
-    with transaction.atomic():
-        locked = list(
-            TaskQueue.objects.select_for_update(skip_locked=skip_locked)
-            .filter(pk__in=ids)
-            .values_list("pk", flat=True)
-        )
-        busy = set(
-            TaskQueueJob.objects.filter(task_queue_id__in=locked)
-            .values_list("task_queue_id", flat=True)
-            .distinct()
-        )
-        empty = [pk for pk in locked if pk not in busy]
-        if empty:
-            groups = set(
-                TaskQueue.objects.filter(pk__in=empty).values_list("owner_group_id", flat=True)
-            )
-            TaskQueuePriorityCount.objects.filter(task_queue_id__in=empty)._raw_delete(
-                TaskQueuePriorityCount.objects.db
-            )
-            TaskQueue.objects.filter(pk__in=empty)._raw_delete(TaskQueue.objects.db)
-            changelog.taskqueues_dropped(empty)
-            housekeeping.priorities_due(groups)
-    return empty
-
-
-def drop_if_empty(tq_ids: Iterable[int]) -> None:
-    """After a move committed: drop the TaskQueues it left if they are empty now. A failure
-    must not turn a done move into an error: it is logged, and the cleanup cycle drops them."""
-    ids = [tq for tq in tq_ids if tq]
-    if not ids:
-        return
-    try:
-        drop_empty_taskqueues(ids)
-    except DatabaseError:
-        log.warning("dropping the empty TaskQueues %s failed", ids, exc_info=True)

@@ -23,7 +23,7 @@ from matcher.lifecycle import (
     FINISHED,
 )
 from matcher.models import MULTI_VALUED_FIELDS, RESULT_FIELDS, Job, TaskQueueJob
-from matcher.services import enqueue, moves
+from matcher.services import enqueue, housekeeping, moves
 from matcher.services.moves import JobActionError, MoveRefused, NotHeld
 from matcher.services.submission import WAITING
 
@@ -138,7 +138,7 @@ def kill_job(job_id: int, user, reason: str = "") -> Job:
             return job, moves.move_job(job, CANCELLED, why, by=moves.KILL, **extra)
 
     job, left = moves.retry_on_race(attempt)
-    enqueue.drop_if_empty([left])
+    housekeeping.drop_if_empty([left])
     return job
 
 
@@ -175,7 +175,7 @@ def reschedule_job(job_id: int, user) -> Job:
             return job, left
 
     job, left = moves.retry_on_race(attempt)
-    enqueue.drop_if_empty([left])
+    housekeeping.drop_if_empty([left])
     return job
 
 

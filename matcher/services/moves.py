@@ -180,7 +180,7 @@ def move_job(
     names) are set with the state; `status_reason` defaults to the history reason.
 
     Returns the TaskQueue the job left, if it did not join it again: pass it to
-    `enqueue.drop_if_empty` after the commit."""
+    `housekeeping.drop_if_empty` after the commit."""
     from_status = job.status
     check_move(by, job.pk, from_status, to)
     now = now or clock.now()
@@ -243,7 +243,7 @@ class Step:
 @dataclass
 class Moved:
     """What `move_jobs` did: the reason recorded per job, the TaskQueue each job moved to
-    activated joined, and the TaskQueues jobs left (pass to `enqueue.drop_if_empty` after the
+    activated joined, and the TaskQueues jobs left (pass to `housekeeping.drop_if_empty` after the
     commit)."""
 
     reasons: dict[int, str] = field(default_factory=dict)

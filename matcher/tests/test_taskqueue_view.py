@@ -202,7 +202,7 @@ def test_a_private_pilot_with_a_stale_view_of_jobsharing_takes_no_other_owners_j
     )
     assert [t.id for t in dispatcher.matching_taskqueues(carols_pilot)] == [erins.task_queue_id]
     settings.TASKQUEUE_VIEW_REFRESH_SECONDS = 3600.0
-    from shares.services import update_group
+    from matcher.services.groups import update_group
 
     update_group(mc, {"job_sharing": False})
     assert dispatcher.view.tqs[erins.task_queue_id].job_sharing  # stale
@@ -216,7 +216,7 @@ def test_a_private_pilot_with_a_stale_view_of_jobsharing_takes_no_other_owners_j
 
 
 def test_a_taskqueue_refilled_before_its_drop_is_kept_and_drawn_again(world, submit):
-    from matcher.housekeeping import Housekeeper
+    from matcher.services.housekeeping import Housekeeper
 
     job = submit("alice", cpu_time=100)
     tq = job.task_queue_id

@@ -4,7 +4,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from core import gdpconfig
-from shares import services
+from matcher.services import groups
 from shares.models import GridGroup, GroupChange, User
 from web.core.charts import to_html
 from web.core.confirm import confirmation
@@ -68,7 +68,7 @@ def group_edit(request, pk):
     form = GroupShareForm(request.POST, instance=group, prefix=GroupShareForm.prefix_for(group))
     if form.is_valid():
         data = {f: form.cleaned_data[f] for f in ("job_share", "job_sharing", "generic_pilot")}
-        services.update_group(group, data, request.user, form.cleaned_data["comment"])
+        groups.update_group(group, data, request.user, form.cleaned_data["comment"])
         messages.success(request, f"{group.name} saved.")
     else:
         for field, errors in form.errors.items():
@@ -93,6 +93,6 @@ def change_revert(request, pk):
     )
     if page is not None:
         return page
-    services.revert_change(change, request.user)
+    groups.revert_change(change, request.user)
     messages.success(request, f"{change.group.name} {change.field_label} is back to {change.old}.")
     return redirect("/shares/#history")

@@ -1,14 +1,16 @@
 """Work that follows a match or a TaskQueue change but that nobody should wait for.
 
-- Dropping the TaskQueues a match emptied (the matcher has already taken them out of its own
-  draw; see taskqueue_view.park).
+- Dropping the TaskQueues a match or a move emptied (`drop_empty_taskqueues`; after a match, in
+  the background, the matcher having already taken them out of its own draw: see
+  taskqueue_view.park).
 - Recomputing the priorities of the groups whose TaskQueues appeared or vanished. The
   transaction that creates or drops a TaskQueue marks its group due (PrioritiesDue); a mark
   RECOMPUTE_DELAY old is taken by one process, which recomputes the group exactly as an inline
   recomputation would (recompute_priorities of those groups), only later: the result reads the
   state of the group when it runs. A grid empties and fills TaskQueues many times a second:
   so each group is recomputed at most once per delay, by the one process that takes its mark
-  (the priorities cycle recomputes every group and clears every mark).
+  (the priorities cycle recomputes every group and clears every mark). The marks themselves
+  are matcher/taskqueue_priorities.py's.
 
 One daemon thread per process does both, on its own database connection, after the commit of
 what asked for it. Should the process die first, nothing is lost that the cycles do not
@@ -32,7 +34,8 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from matcher.models import PrioritiesDue
+from matcher import changelog, taskqueue_priorities
+from matcher.models import TaskQueue, TaskQueueJob, TaskQueuePriorityCount
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +158,6 @@ class Housekeeper:
                 self._cv.wait(self._due_at - now if self._groups else None)
 
     def _drop(self, drops) -> None:
-        from matcher.services import drop_empty_taskqueues
-
         ids = sorted({tq for batch, _ in drops for tq in batch})
         try:
             dropped = set(drop_empty_taskqueues(ids, skip_locked=True))
@@ -200,56 +201,77 @@ def priorities_due(group_ids: Iterable[int]) -> None:
     if not in_background():
         transaction.on_commit(lambda: _recompute_now(groups), robust=True)
         return
-    _mark(groups, timezone.now())
+    taskqueue_priorities.mark_due(groups, timezone.now())
     transaction.on_commit(lambda: housekeeper.recompute_later(groups))
 
 
-def _mark(groups, since) -> None:
-    with connection.cursor() as cur:
-        # The oldest mark stays: a group that keeps changing is recomputed once per delay.
-        cur.executemany(
-            f"INSERT INTO {PrioritiesDue._meta.db_table} (group_id, since) VALUES (%s, %s) "
-            "ON CONFLICT DO NOTHING",
-            [(g, since) for g in groups],
-        )
-
-
 def _recompute_now(groups) -> None:
-    from matcher import taskqueue_priorities
-
     taskqueue_priorities.recompute_priorities(groups)
-
-
-def take_marks(older_than: float | None) -> list[int]:
-    """Delete the marks at least `older_than` seconds old (None: all); returns their groups.
-    Its own short transaction: a submission marking its group never waits for a
-    recomputation."""
-    marks = PrioritiesDue.objects.all()
-    if older_than is not None:
-        marks = marks.filter(since__lte=timezone.now() - timedelta(seconds=older_than))
-    with transaction.atomic(), connection.cursor() as cur:
-        sql, params = marks.values("group_id").query.sql_with_params()
-        cur.execute(
-            f"DELETE FROM {PrioritiesDue._meta.db_table} WHERE group_id IN ({sql}) "
-            "RETURNING group_id",
-            params,
-        )
-        return sorted(r[0] for r in cur.fetchall())
 
 
 def recompute_due() -> list[int]:
     """Recompute the groups whose marks are RECOMPUTE_DELAY old. The priorities cycle may run
     meanwhile: both lock the TaskQueue rows in one order
     (taskqueue_priorities._write_priorities)."""
-    from matcher import taskqueue_priorities
-
-    groups = take_marks(RECOMPUTE_DELAY)
+    groups = taskqueue_priorities.take_marks(RECOMPUTE_DELAY)
     if groups:
         try:
             taskqueue_priorities.recompute_priorities(groups)
         except DatabaseError:
             # Put the marks back, due at once (should this fail too, the cycle takes over).
             with transaction.atomic():
-                _mark(groups, timezone.now() - timedelta(seconds=RECOMPUTE_DELAY))
+                taskqueue_priorities.mark_due(
+                    groups, timezone.now() - timedelta(seconds=RECOMPUTE_DELAY)
+                )
             raise
     return groups
+
+
+# --- dropping empty TaskQueues -------------------------------------------------------------------
+
+
+def drop_empty_taskqueues(tq_ids: Iterable[int], skip_locked: bool = False) -> list[int]:
+    """Delete those of these TaskQueues that hold no job; returns the ids deleted.
+
+    The rows are locked first, and emptiness is checked under the lock, so a TaskQueue that a
+    concurrent submission is filling is never removed from under it (that submission, which
+    checks its foreign key at commit, retries instead).
+    """
+    ids = sorted(set(tq_ids))
+    if not ids:
+        return []
+    with transaction.atomic():
+        locked = list(
+            TaskQueue.objects.select_for_update(skip_locked=skip_locked)
+            .filter(pk__in=ids)
+            .values_list("pk", flat=True)
+        )
+        busy = set(
+            TaskQueueJob.objects.filter(task_queue_id__in=locked)
+            .values_list("task_queue_id", flat=True)
+            .distinct()
+        )
+        empty = [pk for pk in locked if pk not in busy]
+        if empty:
+            groups = set(
+                TaskQueue.objects.filter(pk__in=empty).values_list("owner_group_id", flat=True)
+            )
+            TaskQueuePriorityCount.objects.filter(task_queue_id__in=empty)._raw_delete(
+                TaskQueuePriorityCount.objects.db
+            )
+            TaskQueue.objects.filter(pk__in=empty)._raw_delete(TaskQueue.objects.db)
+            changelog.taskqueues_dropped(empty)
+            priorities_due(groups)
+    return empty
+
+
+def drop_if_empty(tq_ids: Iterable[int]) -> None:
+    """After a move committed: drop the TaskQueues it left if they are empty now. A failure
+    must not turn a done move into an error: it is logged, and the cleanup cycle drops them."""
+    ids = [tq for tq in tq_ids if tq]
+    if not ids:
+        return
+    try:
+        drop_empty_taskqueues(ids)
+    except DatabaseError:
+        log.warning("dropping the empty TaskQueues %s failed", ids, exc_info=True)
