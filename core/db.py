@@ -1,7 +1,8 @@
 """PostgreSQL's bulk tools, shared by the apps that write many rows at once.
 
 Bulk inserts (COPY, or one INSERT over arrays), typed VALUES lists, id
-lists (`= ANY(array)`) and session advisory locks: each
+lists (`= ANY(array)`), session advisory locks, and the one test of a lost connection
+(connection_failure: the matcher retries, the pages and the API answer 503): each
 serves several owners of statements (the job services, timeouts, retention, the cycles, the
 bulk loader). Tables are named by their models (`Model._meta.db_table`), never spelt here. The
 base app's lowest layer: imports no app.
@@ -16,7 +17,9 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from django.db import connection, models
+import psycopg
+from django.db import InterfaceError, OperationalError, connection, models
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.deletion import get_candidate_relations_to_delete
 
 # COPY data is written in pieces of this many bytes: one write per piece, not per row.
@@ -192,3 +195,47 @@ def plain_dependents(model: type[models.Model]) -> list[tuple[str, str, str]] | 
         else:
             return None  # PROTECT, RESTRICT, SET_DEFAULT...: let Django decide
     return out
+
+
+# --- a lost connection ------------------------------------------------------------------------
+
+# SQLSTATEs of a failed connection rather than a failed statement: class 08 (connection
+# exception), too many connections, and 57P0x: the session ended by an administrator, a crash,
+# a server still starting, its database dropped or its idle timeout.
+_CONNECTION_STATES = ("08", "53300", "57P0")
+_CONNECT = getattr(BaseDatabaseWrapper.connect, "__wrapped__", BaseDatabaseWrapper.connect).__code__
+
+
+def connection_failure(exc: BaseException | None) -> bool:
+    """The database refused or lost the connection (server down, full, shutting down or
+    restarted, unreachable, the pool exhausted): worth retrying. The one test of it, for errors
+    from Django's cursors and from psycopg's own (the matcher's prepared statements run on a
+    raw cursor, unwrapped). A failed statement, even an OperationalError (a deadlock, a
+    timeout, a serialization failure), is not: it stays a 500, a bug to see."""
+    if isinstance(exc, (OperationalError, InterfaceError)):  # Django's, the driver's as cause
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code is _CONNECT:  # raised while connecting, whatever the backend
+                return True
+            tb = tb.tb_next
+        driver = exc.__cause__
+        if driver is None or not hasattr(driver, "sqlstate"):
+            # An error without a SQLSTATE (none from the server) is not a lost connection.
+            return False
+        return _driver_connection_failure(driver)
+    return _driver_connection_failure(exc)
+
+
+def _driver_connection_failure(exc: BaseException | None) -> bool:
+    """psycopg's error: one with a connection SQLSTATE, or the client's own OperationalError
+    (no SQLSTATE: the socket closed under it, the pool had no connection to give)."""
+    if not isinstance(exc, psycopg.Error):
+        return False
+    if exc.sqlstate is None:
+        return isinstance(exc, psycopg.OperationalError)
+    return connection_sqlstate(exc.sqlstate)
+
+
+def connection_sqlstate(state: str) -> bool:
+    """Whether a SQLSTATE says the connection failed, not the statement."""
+    return state.startswith(_CONNECTION_STATES)

@@ -29,6 +29,7 @@ import psycopg
 from django.db import OperationalError, connection
 
 from core import clock
+from core.db import connection_failure
 from matcher import matching, races
 from matcher.models import (
     MULTI_VALUED_FIELDS,
@@ -41,7 +42,6 @@ from matcher.models import (
     TaskQueuePriorityCount,
 )
 from shares.models import GridGroup, User
-from web.core.error_pages import connection_failure
 
 # The payload's JSON columns, decoded as the requirement lists are.
 _JSON_PAYLOAD = ("arguments", "environment", "output_sandbox")

@@ -5,8 +5,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from core.db import connection_failure
 from core.gdpconfig import ConfigError
-from web.core.error_pages import UNAVAILABLE, connection_failure, retry_after
+from web.core.error_pages import UNAVAILABLE, retry_after
 
 
 def exception_handler(exc, context):

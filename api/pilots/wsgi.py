@@ -42,8 +42,9 @@ from api.core.authentication import CachedTokenAuthentication
 from api.core.codec import OrjsonParser
 from api.matcher.resources import MatchedJobSerializer, ResourceDescriptionSerializer
 from core import metrics
+from core.db import connection_failure
 from pilots import registry as pilot_registry
-from web.core.error_pages import MESSAGES, UNAVAILABLE, connection_failure, retry_after
+from web.core.error_pages import MESSAGES, UNAVAILABLE, retry_after
 
 PATH = "/api/v1/match/"
 ROUTE = "api/v1/match/"

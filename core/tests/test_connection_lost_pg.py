@@ -14,8 +14,9 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from core.db import connection_failure
 from core.tests.test_database_unavailable import _send_match
-from web.core.error_pages import UNAVAILABLE, connection_failure
+from web.core.error_pages import UNAVAILABLE
 
 RESOURCE = {
     "site": "LCG.CERN.ch",

@@ -23,7 +23,8 @@ from psycopg_pool import PoolTimeout
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from web.core.error_pages import UNAVAILABLE, connection_failure
+from core.db import connection_failure
+from web.core.error_pages import UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 A_TOKEN = "Token " + "0" * 40

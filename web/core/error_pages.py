@@ -5,13 +5,12 @@ rest of the API's."""
 import sys
 from urllib.parse import urlsplit
 
-import psycopg
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.http import HttpResponse, JsonResponse
 from django.template import loader
 from django.utils.http import url_has_allowed_host_and_scheme
+
+from core.db import connection_failure
 
 MESSAGES = {
     400: "Bad request.",
@@ -23,12 +22,6 @@ CSRF_MESSAGE = (
     "Your form expired or your browser blocks cookies for this site: reload the page and try again."
 )
 UNAVAILABLE = "the database is unavailable; retry later"
-
-# SQLSTATEs of a failed connection rather than a failed statement: class 08 (connection
-# exception), too many connections, and 57P0x: the session ended by an administrator, a crash,
-# a server still starting, its database dropped or its idle timeout.
-_CONNECTION_STATES = ("08", "53300", "57P0")
-_CONNECT = getattr(BaseDatabaseWrapper.connect, "__wrapped__", BaseDatabaseWrapper.connect).__code__
 
 
 def _api(request) -> bool:
@@ -87,41 +80,6 @@ def server_error(request):
     if _api(request):
         return JsonResponse({"detail": MESSAGES[500]}, status=500)
     return HttpResponse(loader.get_template("500.html").render(), status=500)
-
-
-def connection_failure(exc: BaseException | None) -> bool:
-    """The database refused or lost the connection (server down, full, shutting down or
-    restarted, unreachable, the pool exhausted): a 503 to retry. The one test of it, for errors
-    from Django's cursors and from psycopg's own (the matcher's prepared statements run on a
-    raw cursor, unwrapped). A failed statement, even an OperationalError (a deadlock, a
-    timeout, a serialization failure), is not: it stays a 500, a bug to see."""
-    if isinstance(exc, (OperationalError, InterfaceError)):  # Django's, the driver's as cause
-        tb = exc.__traceback__
-        while tb is not None:
-            if tb.tb_frame.f_code is _CONNECT:  # raised while connecting, whatever the backend
-                return True
-            tb = tb.tb_next
-        driver = exc.__cause__
-        if driver is None or not hasattr(driver, "sqlstate"):
-            # An error without a SQLSTATE (none from the server) is not a lost connection.
-            return False
-        return _driver_connection_failure(driver)
-    return _driver_connection_failure(exc)
-
-
-def _driver_connection_failure(exc: BaseException | None) -> bool:
-    """psycopg's error: one with a connection SQLSTATE, or the client's own OperationalError
-    (no SQLSTATE: the socket closed under it, the pool had no connection to give)."""
-    if not isinstance(exc, psycopg.Error):
-        return False
-    if exc.sqlstate is None:
-        return isinstance(exc, psycopg.OperationalError)
-    return connection_sqlstate(exc.sqlstate)
-
-
-def connection_sqlstate(state: str) -> bool:
-    """Whether a SQLSTATE says the connection failed, not the statement."""
-    return state.startswith(_CONNECTION_STATES)
 
 
 def retry_after() -> str:
