@@ -15,10 +15,8 @@ address's lowered by one (users behind one address who log in are not counted ag
 The address is REMOTE_ADDR: no setting names a trusted proxy, and a header a client sets is not
 evidence of where it is.
 
-API requests: a user's requests per minute, ApiUserRatePerMinute (gdpconfig, read on every
-request, so an operator's change applies within seconds). The pilots' routes are not counted:
-a pilot's match, registration, reports, heartbeats and sandboxes must never wait for a user's
-browsing (and the match's common case does not go through DRF at all: api/pilots/wsgi.py).
+API requests: a user's requests per minute, counted here under API_USER by the API's throttle
+(api/core/throttling.py).
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ import math
 from django.contrib.auth import authenticate as django_authenticate
 from django.db import connection
 from django.db.models import F
-from rest_framework.throttling import BaseThrottle
 
 from core import gdpconfig
 from core.models import ThrottleWindow
@@ -37,19 +34,6 @@ ACCOUNT = "auth-account"
 ADDRESS = "auth-address"
 API_USER = "api-user"
 KEY_LENGTH = ThrottleWindow._meta.get_field("key").max_length
-
-# The pilots' own calls, by route name: the user rate never holds a pilot up.
-PILOT_ROUTES = frozenset(
-    {
-        "match-list",
-        "pilot-list",
-        "pilot-status",
-        "job-report-status",
-        "job-heartbeat",
-        "job-input",
-        "job-output",
-    }
-)
 
 _TABLE = ThrottleWindow._meta.db_table
 # One statement per attempt, whatever the number of keys: a row's window restarts (count 1) when
@@ -137,27 +121,3 @@ def _forget_old(window: int) -> None:
             "AND started < clock_timestamp() - %s * interval '1 second'",
             [ACCOUNT, ADDRESS, window],
         )
-
-
-class ApiUserRateThrottle(BaseThrottle):
-    """ApiUserRatePerMinute per signed-in user, pilots' routes aside; 429 with Retry-After."""
-
-    def allow_request(self, request, view) -> bool:
-        self.left = None
-        user = getattr(request, "user", None)
-        if user is None or not user.is_authenticated:
-            return True  # refused as unauthenticated anyway, where it needs to be
-        rate = gdpconfig.get("ApiUserRatePerMinute")
-        if not rate:
-            return True
-        match = request.resolver_match
-        if match is not None and match.url_name in PILOT_ROUTES:
-            return True
-        n, left = count([(API_USER, str(user.pk))], 60)[API_USER]
-        if n > rate:
-            self.left = left
-            return False
-        return True
-
-    def wait(self):
-        return self.left

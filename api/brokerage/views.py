@@ -5,6 +5,7 @@ from rest_framework.response import Response
 
 from api.brokerage import serializers as s
 from api.core.export import ExportMixin
+from api.core.permissions import StaffOnly, StaffWriteOrReadOnly
 from api.shares.mixins import VisibleToUserMixin
 from brokerage.models import (
     BrokerageRun,
@@ -18,7 +19,6 @@ from brokerage.models import (
     UserQuota,
 )
 from brokerage.services.submission import submit_task
-from core.permissions import StaffOnly, StaffWriteOrReadOnly
 from web.brokerage.filters import BrokerageRunFilterSet, PandaQueueFilterSet, TaskFilterSet
 
 

@@ -9,9 +9,9 @@ from rest_framework.views import APIView
 
 from api.core.export import ExportMixin
 from api.core.fields import RejectUnknownFieldsMixin
+from api.core.permissions import StaffWriteOrReadOnly
 from core import gdpconfig, throttling
 from core.models import CycleRun, ParameterValue
-from core.permissions import StaffWriteOrReadOnly
 from web.core.cycle_filters import CycleRunFilterSet
 from web.core.filters import StrictQueryMixin
 

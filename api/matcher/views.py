@@ -6,10 +6,10 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from api.core.export import ExportMixin
+from api.core.permissions import StaffOnly, StaffWriteOrReadOnly
 from api.matcher import resources as r
 from api.matcher import serializers as s
 from api.shares.mixins import VisibleToUserMixin
-from core.permissions import StaffOnly, StaffWriteOrReadOnly
 from matcher import dispatcher, services
 from matcher.models import ComputingElement, Job, Site, TaskQueue
 from shares.ownership import may_act_on

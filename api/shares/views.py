@@ -3,8 +3,8 @@ from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from api.core.permissions import StaffWriteOrReadOnly
 from api.shares.serializers import GridGroupSerializer, GroupChangeSerializer, MeSerializer
-from core.permissions import StaffWriteOrReadOnly
 from shares import services
 from shares.models import GridGroup, GroupChange, User
 from web.core.filters import StrictQueryMixin

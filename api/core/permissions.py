@@ -1,3 +1,5 @@
+"""DRF permission classes of the API."""
+
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 
