@@ -1,7 +1,8 @@
-"""GET /metrics in Prometheus's text format (prometheus_client).
+"""The figures GET /metrics shows in Prometheus's text format (prometheus_client); the view, who
+may read it and the timing of each request are the pages' (web/core/metrics.py).
 
 Two kinds of figures:
-- per request, counted where they happen: request latency (RequestMetricsMiddleware), the
+- per request, counted where they happen: request latency (observe_request), the
   match latency and its outcome (claimed / empty). Under gunicorn every worker writes them to
   PROMETHEUS_MULTIPROC_DIR (set by gridwms/gunicorn.conf.py or gridwms/webserver.py) and a
   scrape sums the workers, so one scrape of a host is the whole host;
@@ -10,25 +11,16 @@ Two kinds of figures:
   over the last RECENT_HOURS (gauges: retention deletes old runs) and the age of each cycle's
   last success; each app adds its own with `register` from its AppConfig.ready() (the waiting
   jobs and TaskQueues: matcher/metrics.py; the pilots by status: pilots/metrics.py).
-Readable by staff (token or session) and by the addresses in METRICS_ALLOWED_ADDRESSES.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import time
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 
-from django.conf import settings
-from django.contrib.auth.decorators import login_not_required
 from django.db.models import Avg, Count, Max
-from django.http import HttpResponse
-from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
     Counter,
@@ -74,22 +66,6 @@ def observe_request(method: str, route: str, status: int, seconds: float) -> Non
     if child is None:  # labels() costs a lock and a tuple; remember each child
         child = _request_children[key] = REQUEST_LATENCY.labels(*key)
     child.observe(seconds)
-
-
-class RequestMetricsMiddleware:
-    """Times each request; the route is the URL pattern (bounded), not the path."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        started = time.perf_counter()
-        response = self.get_response(request)
-        match = request.resolver_match
-        # The pattern, not the path (bounded), without the router's regex anchors.
-        route = match.route.replace("^", "").replace("$", "") if match else "<unmatched>"
-        observe_request(request.method, route, response.status_code, time.perf_counter() - started)
-        return response
 
 
 Collect = Callable[[], Iterable[Metric]]
@@ -189,50 +165,8 @@ def process_registry() -> CollectorRegistry:
     return registry
 
 
-def _scrape() -> bytes:
+def scrape() -> bytes:
+    """Every figure, in Prometheus's text format."""
     registry = process_registry()
     registry.register(DatabaseCollector())
     return generate_latest(registry)
-
-
-def _address_allowed(address: str) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return any(
-        ip in ipaddress.ip_network(net, strict=False) for net in settings.METRICS_ALLOWED_ADDRESSES
-    )
-
-
-def _staff(request) -> bool | None:
-    """True for a staff session or token, False for another user, None for nobody."""
-    from rest_framework.authentication import TokenAuthentication
-    from rest_framework.exceptions import AuthenticationFailed
-
-    user = request.user if request.user.is_authenticated else None
-    if user is None:
-        try:
-            found = TokenAuthentication().authenticate(request)
-        except AuthenticationFailed:
-            found = None
-        user = found[0] if found else None
-    return None if user is None else user.is_staff
-
-
-@login_not_required
-@never_cache
-@require_GET
-def metrics(request):
-    if not _address_allowed(request.META.get("REMOTE_ADDR", "")):
-        staff = _staff(request)
-        if not staff:
-            response = HttpResponse(
-                "metrics are for staff tokens and the addresses in METRICS_ALLOWED_ADDRESSES\n",
-                status=401 if staff is None else 403,
-                content_type="text/plain",
-            )
-            if staff is None:
-                response["WWW-Authenticate"] = "Token"
-            return response
-    return HttpResponse(_scrape(), content_type=CONTENT_TYPE_LATEST)

@@ -139,9 +139,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "core.metrics.RequestMetricsMiddleware",
-    "core.middleware.RequestSizeLimitMiddleware",
-    "core.middleware.DatabaseUnavailableMiddleware",
+    "web.core.metrics.RequestMetricsMiddleware",
+    "web.core.middleware.RequestSizeLimitMiddleware",
+    "web.core.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -150,7 +150,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "core.middleware.LoginRequiredMiddleware",
+    "web.core.middleware.LoginRequiredMiddleware",
 ]
 
 ROOT_URLCONF = "gridwms.urls"
@@ -259,7 +259,7 @@ WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
 # In development whitenoise serves from the finders; staticfiles/ exists only after collectstatic.
 warnings.filterwarnings("ignore", message="No directory at")
 
-# Request bodies over this answer 413 (core.middleware.RequestSizeLimitMiddleware); forms
+# Request bodies over this answer 413 (web.core.middleware.RequestSizeLimitMiddleware); forms
 # and uploads are held to it too. A submission of MaxJobsPerSubmission jobs must fit.
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BYTES
@@ -331,8 +331,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "api.core.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # Per-user API rate, gdpconfig ApiUserRatePerMinute, counted in the database so that it
-    # holds across processes and hosts; pilots' routes are not counted (api/core/throttling.py).
-    "DEFAULT_THROTTLE_CLASSES": ["api.core.throttling.ApiUserRateThrottle"],
+    # holds across processes and hosts; pilots' routes are not counted (core/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ApiUserRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     # Anonymous visitors see the login page only (docs/developer-guide.md, Who sees what), not
@@ -377,7 +377,7 @@ Q_CLUSTER = {
     "sync": env_bool("Q_SYNC", False),
 }
 
-# /metrics (core/metrics.py): staff tokens, and these addresses or networks (comma-separated,
+# /metrics (web/core/metrics.py): staff tokens, and these addresses or networks (comma-separated,
 # e.g. the Prometheus server's). Behind a proxy every request comes from the proxy's address:
 # list only addresses the proxy does not forward from.
 METRICS_ALLOWED_ADDRESSES = [

@@ -6,8 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from core import metrics
-from web.core import health
+from web.core import health, metrics
 from web.core.login import LoginView
 
 

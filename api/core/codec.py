@@ -3,7 +3,7 @@
 In: a body nested deeper than MAX_DEPTH levels is refused with 400 before anything walks it
 (Python's json module recursed until RecursionError, a 500, at 5,000 levels; orjson itself
 stops at 1,024, deeper than our serializers or a JSONField's encoder may safely recurse). A body
-over settings.REQUEST_MAX_BYTES never gets here (core.middleware: 413).
+over settings.REQUEST_MAX_BYTES never gets here (web.core.middleware: 413).
 Out: the same JSON as DRF's renderer (datetimes, decimals, lazy strings through DRF's encoder),
 in a fraction of the time; DRF's renderer is the fallback for what orjson refuses.
 """

@@ -146,11 +146,11 @@ def healthz(request):
 
 
 def _may_see_details(request) -> bool:
-    from core.metrics import _address_allowed, _staff
+    from web.core.metrics import address_allowed, caller_is_staff
 
-    if _address_allowed(request.META.get("REMOTE_ADDR", "")):
+    if address_allowed(request.META.get("REMOTE_ADDR", "")):
         return True
     try:
-        return bool(_staff(request))
+        return bool(caller_is_staff(request))
     except DatabaseError:  # the user is in the database that just failed: not known to be staff
         return False

@@ -1,8 +1,12 @@
+"""The project's own request handling around every view: who may see a page, how big a request
+may be, and a database that cannot be reached (settings.MIDDLEWARE)."""
+
 from django.conf import settings
 from django.contrib.auth.middleware import LoginRequiredMiddleware as _LoginRequired
 from django.http import JsonResponse
 
-from web.core.error_pages import connection_failure, database_unavailable
+from core.db import connection_failure
+from web.core.error_pages import database_unavailable
 
 # The schema and its viewers are for signed-in people: a browser goes to the login page and
 # comes back; a program asking for the schema gets the API's 401.
