@@ -331,8 +331,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "api.core.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # Per-user API rate, gdpconfig ApiUserRatePerMinute, counted in the database so that it
-    # holds across processes and hosts; pilots' routes are not counted (core/throttling.py).
-    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ApiUserRateThrottle"],
+    # holds across processes and hosts; pilots' routes are not counted (api/core/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["api.core.throttling.ApiUserRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     # Anonymous visitors see the login page only (docs/developer-guide.md, Who sees what), not
