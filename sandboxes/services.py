@@ -22,13 +22,12 @@ from django.core.files import File
 from django.core.files.storage import storages
 from django.db import transaction
 
-from api.matcher.payload import plain_name_problem, relative_path_problem
-from api.matcher.resources import register_input_manifest
-from api.sandboxes.parsers import sent_name
 from core import clock, gdpconfig
 from matcher import services as job_services
+from matcher.filenames import plain_name_problem, relative_path_problem
 from matcher.models import Job
 from sandboxes.models import SandboxFile, SandboxKind
+from sandboxes.uploads import sent_name
 
 OUTPUT_KINDS = (SandboxKind.STDOUT, SandboxKind.STDERR, SandboxKind.OUTPUT)
 
@@ -146,10 +145,11 @@ def submit_with_inputs(user, spec: dict, files: Sequence) -> list[Job]:
         raise
 
 
-@job_services.register_file_submitter
-def submit_from_page(user, spec: dict, files: Sequence) -> list[Job]:
-    """The web form's submission with input files: the API's bounds, its refusal as a
-    ValidationError naming the field."""
+def submit_job_with_files(user, spec: dict, files: Sequence) -> list[Job]:
+    """One job and its input sandbox files (none: a plain submission), as the web form submits
+    it: the API's bounds, a refusal as a ValidationError naming the field."""
+    if not files:
+        return job_services.submit_jobs(user, [spec])
     try:
         check_inputs(files)
     except SandboxError as exc:
@@ -157,7 +157,6 @@ def submit_from_page(user, spec: dict, files: Sequence) -> list[Job]:
     return submit_with_inputs(user, spec, files)
 
 
-@register_input_manifest
 def input_manifest(job_id: int) -> list[dict]:
     """[{"name", "size", "sha256"}] of the job's input files, by name."""
     return list(

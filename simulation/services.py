@@ -12,7 +12,6 @@ import math
 import random
 from collections import Counter
 from datetime import datetime, timedelta
-from types import SimpleNamespace
 
 from django.db import transaction
 from django.db.models import Count, Max
@@ -248,7 +247,7 @@ queue
 def arrive_job_ads(rng: random.Random, n: int) -> int:
     """A site ad per demo site (once), then n ClassAd job ads."""
     try:
-        from api.classads.serializers import JobAdSubmitSerializer
+        from classads import ads
         from classads import services as classad_services
         from classads.models import SiteAd
     except ImportError:  # the ClassAd app is optional for the simulator
@@ -260,18 +259,24 @@ def arrive_job_ads(rng: random.Random, n: int) -> int:
     from shares.models import User
 
     carol = User.objects.filter(username="carol").first()
-    if carol is None:
+    group = carol and carol.grid_groups.filter(name="lhcb_mc").first()
+    if group is None:
         return 0
-    made = 0
-    for _ in range(n):
-        body = JobAdSubmitSerializer(
-            data={"ad": JOB_AD, "owner_group": "lhcb_mc", "name": f"sim.ad.{rng.randint(1, 9999)}"},
-            context={"request": SimpleNamespace(user=carol)},
-        )
-        if body.is_valid():
-            classad_services.submit_job_ads(carol, [body.validated_data])
-            made += 1
-    return made
+    # A plain job ad as a submission without nodes gives it (the API's defaults).
+    cpu_time = gdpconfig.get("DefaultNodeCPUTime")
+    specs = [
+        {
+            "ad": ads.parse_job_ad(JOB_AD),
+            "name": f"sim.ad.{rng.randint(1, 9999)}",
+            "owner_group": group,
+            "setup": gdpconfig.get("DefaultSetup"),
+            "user_priority": 1,
+            "is_dag": False,
+            "nodes": [{"name": "job", "cpu_time": cpu_time, "submit": ""}],
+        }
+        for _ in range(n)
+    ]
+    return len(classad_services.submit_job_ads(carol, specs))
 
 
 # --- pilots ----------------------------------------------------------------------------------

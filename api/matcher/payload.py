@@ -9,49 +9,19 @@ import re
 
 from rest_framework import serializers
 
-from api.core.fields import StrictCharField, control_character
+from api.core.fields import StrictCharField
+from matcher.filenames import (
+    MAX_NAME_CHARS,
+    hidden_character,
+    plain_name_problem,
+    relative_path_problem,
+)
 
 MAX_ARGUMENTS = 256
 MAX_ARGUMENT_CHARS = 4096
 MAX_ENVIRONMENT = 64
 MAX_OUTPUT_PATTERNS = 64
-MAX_NAME_CHARS = 255
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def relative_path_problem(value: str) -> str | None:
-    """Why `value` is not a relative path (or glob pattern) inside the working directory."""
-    if not value:
-        return "must not be empty"
-    if "\x00" in value or "\n" in value or "\r" in value:
-        return "must not hold a NUL or a line break"
-    problem = _hidden_character(value)
-    if problem:
-        return problem
-    if value.startswith("/") or value.startswith("\\"):
-        return f"{value!r} is an absolute path: name a file inside the working directory"
-    if any(part == ".." for part in re.split(r"[\\/]", value)):
-        return f"{value!r} has a '..' component: it would leave the working directory"
-    return None
-
-
-def plain_name_problem(value: str) -> str | None:
-    """Why `value` is not a plain file name (no directory, not . or ..)."""
-    if not value or value in (".", ".."):
-        return "must be a file name"
-    if len(value) > MAX_NAME_CHARS:
-        return f"is {len(value)} characters; at most {MAX_NAME_CHARS}"
-    if "/" in value or "\\" in value:
-        return f"{value!r} must be a plain file name, without a directory"
-    return _hidden_character(value)
-
-
-def _hidden_character(value: str) -> str | None:
-    """A control character, or a format one: U+202E shows "\u202egnp.exe" as "exe.png"."""
-    code = control_character(value, ("Cc", "Cf"))
-    if code:
-        return f"{value!r} holds a control or formatting character ({code})"
-    return None
 
 
 class TextListField(serializers.ListField):
@@ -125,7 +95,7 @@ def _no_nul(value: str) -> str | None:
 def executable_problem(value: str) -> str | None:
     if "\x00" in value or "\n" in value or "\r" in value:
         return "must not hold a NUL or a line break"
-    problem = _hidden_character(value)
+    problem = hidden_character(value)
     if problem:
         return problem
     if value and not value.startswith("/") and any(p == ".." for p in value.split("/")):

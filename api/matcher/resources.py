@@ -12,6 +12,7 @@ from api.core.fields import (
 )
 from core import gdpconfig
 from matcher import matching, topology
+from sandboxes import services as sandboxes
 from shares.models import GridGroup, User
 
 
@@ -142,20 +143,6 @@ class ResourceDescriptionSerializer(
         )
 
 
-# Who knows a job's input sandbox (the sandboxes app registers itself): fn(job_id) ->
-# [{"name", "size", "sha256"}].
-INPUT_MANIFESTS: list = []
-
-
-def register_input_manifest(fn):
-    INPUT_MANIFESTS.append(fn)
-    return fn
-
-
-def input_manifest(job_id: int) -> list[dict]:
-    return [entry for fn in INPUT_MANIFESTS for entry in fn(job_id)]
-
-
 class FileSizeSerializer(serializers.Serializer):
     name = serializers.CharField()
     size = serializers.IntegerField()
@@ -189,7 +176,7 @@ class PayloadSerializer(serializers.Serializer):
             "arguments": list(job.arguments),
             "environment": dict(job.environment),
             "output_sandbox": list(job.output_sandbox),
-            "input_sandbox": input_manifest(job.id),
+            "input_sandbox": sandboxes.input_manifest(job.id),
             "stdout_name": job.stdout_name,
             "stderr_name": job.stderr_name,
             "wall_limit_seconds": float(job.cpu_time * gdpconfig.get("PayloadWallFactor")),

@@ -11,7 +11,7 @@ from api.core.fields import (
     StrictStringListField,
 )
 from api.matcher.payload import PayloadFieldsMixin
-from api.matcher.resources import FileSizeSerializer, input_manifest
+from api.matcher.resources import FileSizeSerializer
 from core import gdpconfig
 from matcher.models import (
     PAYLOAD_FIELDS,
@@ -23,6 +23,7 @@ from matcher.models import (
     TaskQueue,
 )
 from matcher.taskqueues import MULTI_VALUED_FIELDS
+from sandboxes import services as sandboxes
 from shares.models import GridGroup
 
 MAX_CPU_TIME = 31_536_000  # one year of CPU seconds
@@ -222,7 +223,7 @@ class JobDetailSerializer(JobSerializer):
 
     @extend_schema_field(FileSizeSerializer(many=True))
     def get_input_sandbox(self, job):
-        return [{"name": f["name"], "size": f["size"]} for f in input_manifest(job.pk)]
+        return [{"name": f["name"], "size": f["size"]} for f in sandboxes.input_manifest(job.pk)]
 
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_warnings(self, job):

@@ -1,14 +1,21 @@
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 
+from api.core.codec import OrjsonParser
 from api.core.export import ExportMixin
 from api.core.permissions import StaffOnly, StaffWriteOrReadOnly
 from api.matcher import resources as r
 from api.matcher import serializers as s
+from api.pilots.sandbox import PilotSandboxMixin
+from api.pilots.views import JobReportsMixin
+from api.sandboxes.parsers import SandboxMultiPartParser
+from api.sandboxes.views import JDLText, JDLTextParser, JobSandboxMixin, submission_form
 from api.shares.mixins import VisibleToUserMixin
 from matcher import dispatcher, services
 from matcher.models import ComputingElement, Job, Site, TaskQueue
@@ -18,17 +25,28 @@ from web.matcher.filters import JobFilterSet, TaskQueueFilterSet
 
 
 class JobViewSet(
+    # The job's pilot: status/, heartbeat/.
+    JobReportsMixin,
+    # The job's pilot: input/{name}/, output/.
+    PilotSandboxMixin,
+    # Those who may see the job: sandbox/, sandbox/{name}, log/; create_with_files.
+    JobSandboxMixin,
     VisibleToUserMixin,
+    # export/.
     ExportMixin,
     mixins.CreateModelMixin,
     viewsets.ReadOnlyModelViewSet,
 ):
-    """Jobs: submit (one or a list, all or nothing), list, export, read, kill, reschedule."""
+    """Jobs: submit (one or a list, all or nothing; one with input files or as a JDL text),
+    list, export, read, kill, reschedule, analyse; the job's pilot reports on it and moves its
+    files; whoever may see it reads its output files and logs."""
 
     queryset = Job.objects.select_related("owner", "owner_group", "task_job")
     filterset_class = JobFilterSet
     export_name = "jobs"
     lookup_value_regex = r"\d+"
+    # JSON, form, multipart keeping the files' names as sent, and a JDL as text/plain.
+    parser_classes = [OrjsonParser, FormParser, SandboxMultiPartParser, JDLTextParser]
 
     def get_queryset(self):
         qs = super().get_queryset()
@@ -44,12 +62,26 @@ class JobViewSet(
         return s.JobSerializer
 
     @extend_schema(
-        request=s.JobSubmitSerializer,
-        responses={201: s.JobCreatedSerializer, 400: OpenApiResponse(description="bad job")},
-        description="Submit one job (an object) or several (a list, stored all or nothing). A job "
-        "that no active CE can take is stored all the same, with `warnings` naming why.",
+        request={
+            "application/json": s.JobSubmitSerializer,
+            "multipart/form-data": submission_form,
+            "text/plain": OpenApiTypes.STR,
+        },
+        responses={
+            201: s.JobCreatedSerializer,
+            400: OpenApiResponse(description="bad job: the body names each bad field"),
+            413: OpenApiResponse(description="input_sandbox over MaxInputSandboxBytes"),
+        },
+        description="Submit one job (an object) or several (a list, stored all or nothing); or "
+        "one job with input sandbox files (multipart/form-data: a `job` JSON part or a `jdl` "
+        "part, and `input_sandbox` file parts); or one job as a DIRAC JDL text (text/plain). "
+        "A job that no active CE can take is stored all the same, with `warnings` naming why.",
     )
     def create(self, request, *args, **kwargs):
+        if isinstance(request.data, JDLText) or request.content_type.startswith(
+            "multipart/form-data"
+        ):
+            return self.create_with_files(request)
         many = isinstance(request.data, list)
         context = {"submission": s.SubmissionContext(request.user), "request": request}
         kwargs = {"many": True, "allow_empty": False} if many else {}

@@ -64,6 +64,10 @@ output_form = inline_serializer(
 
 
 class PilotSandboxMixin:
+    """The job viewset's actions for the job's pilot (api/matcher/views.py JobViewSet): it
+    fetches the job's input files (/jobs/{id}/input/{name}/) and uploads its outputs
+    (/jobs/{id}/output/)."""
+
     @extend_schema(
         parameters=[
             OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH),

@@ -16,7 +16,6 @@ from api.core.export import ExportMixin
 from api.core.fields import RejectUnknownFieldsMixin, StrictCharField, StrictIntegerField
 from api.matcher import resources as r
 from api.pilots.access import pilot_job as _pilot_job
-from api.pilots.sandbox import PilotSandboxMixin
 from api.shares.mixins import VisibleToUserMixin
 from core import metrics
 from matcher import topology
@@ -190,10 +189,9 @@ class PilotViewSet(
         return Response(PilotSerializer(pilot).data)
 
 
-class JobReportsMixin(PilotSandboxMixin):
-    """A job's pilot reports on it (/jobs/{id}/status/, /jobs/{id}/heartbeat/) and fetches
-    and uploads its files (api/pilots/sandbox.py): actions the project root adds to the
-    matcher's job viewset (api/pilots/urls.py `extends`)."""
+class JobReportsMixin:
+    """The job viewset's actions for the job's pilot (api/matcher/views.py JobViewSet): it
+    reports on the job (/jobs/{id}/status/, /jobs/{id}/heartbeat/)."""
 
     @extend_schema(
         request=JobReportSerializer,

@@ -2,7 +2,8 @@
 (its parser and UploadedFile both) and drops the files named "." or "..", silently. A
 sandbox's output files are relative paths ("sub/result.txt"), and a bad name must be refused
 naming its part, never dropped or changed: the services check every name
-(sandboxes.services.check_inputs, output_name) as `sent_name(upload)` gives it."""
+(sandboxes.services.check_inputs, output_name) as `sandboxes.uploads.sent_name(upload)`
+gives it."""
 
 from __future__ import annotations
 
@@ -70,11 +71,6 @@ class SandboxMultiPartParser(MultiPartParser):
             for one in upload:
                 one.sent_name = unquote(one.name.removeprefix(PREFIX))
         return DataAndFiles(data, files)
-
-
-def sent_name(upload) -> str:
-    """The file's name as its sender gave it."""
-    return getattr(upload, "sent_name", None) or upload.name or ""
 
 
 def with_suffix(name: str | None, suffix: str | None) -> str:

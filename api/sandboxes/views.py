@@ -1,6 +1,6 @@
-"""The job API's sandbox side (the project root mixes it into the matcher's job viewset):
-submissions with input files (multipart) or as a JDL text, and for those who may see the job
-its output files, their download and its stdout or stderr as text."""
+"""The job API's sandbox side (a base of api/matcher/views.py JobViewSet): submissions with
+input files (multipart) or as a JDL text, and for those who may see the job its output files,
+their download and its stdout or stderr as text."""
 
 from __future__ import annotations
 
@@ -20,16 +20,17 @@ from drf_spectacular.utils import (
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import BaseParser, FormParser
+from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 
-from api.core.codec import JsonOnlyNegotiation, OrjsonParser, OrjsonRenderer
+from api.core.codec import JsonOnlyNegotiation, OrjsonRenderer
 from api.matcher import serializers as s
-from api.sandboxes.parsers import SandboxMultiPartParser, sent_name, with_suffix
+from api.sandboxes.parsers import with_suffix
 from core import gdpconfig
 from matcher.jdl import JDLError, parse_jdl
 from sandboxes import services
 from sandboxes.models import SandboxKind
+from sandboxes.uploads import sent_name
 from web.matcher import selectors
 
 SUBMISSION_PARTS = {"job", "jdl", "input_sandbox"}
@@ -86,33 +87,16 @@ submission_form = inline_serializer(
 )
 
 
-class SandboxJobsMixin:
-    """Mixed into matcher's JobViewSet by the project root (api/sandboxes/urls.py)."""
+class JobSandboxMixin:
+    """The job viewset's sandbox actions (api/matcher/views.py JobViewSet): its submission with
+    files or as a JDL text (create_with_files), /jobs/{id}/sandbox/,
+    /jobs/{id}/sandbox/{name}, /jobs/{id}/log/."""
 
-    # The API's parsers (JSON, form, multipart keeping the files' names) and JDL text.
-    parser_classes = [OrjsonParser, FormParser, SandboxMultiPartParser, JDLTextParser]
-
-    @extend_schema(
-        request={
-            "application/json": s.JobSubmitSerializer,
-            "multipart/form-data": submission_form,
-            "text/plain": OpenApiTypes.STR,
-        },
-        responses={
-            201: s.JobCreatedSerializer,
-            400: OpenApiResponse(description="bad job: the body names each bad field"),
-            413: OpenApiResponse(description="input_sandbox over MaxInputSandboxBytes"),
-        },
-        description="Submit one job (an object) or several (a list, stored all or nothing); or "
-        "one job with input sandbox files (multipart/form-data: a `job` JSON part or a `jdl` "
-        "part, and `input_sandbox` file parts); or one job as a DIRAC JDL text (text/plain). "
-        "A job that no active CE can take is stored all the same, with `warnings` naming why.",
-    )
-    def create(self, request, *args, **kwargs):
+    def create_with_files(self, request) -> Response:
+        """A submission as a JDL text (text/plain), or one job with input files
+        (multipart/form-data: a `job` JSON part or a `jdl` part, `input_sandbox` file parts)."""
         if isinstance(request.data, JDLText):
             return self._submit_jdl(request, str(request.data), [])
-        if not request.content_type.startswith("multipart/form-data"):
-            return super().create(request, *args, **kwargs)
         data = request.POST  # the text parts (request.data holds the files too)
         unknown = sorted((set(data) | set(request.FILES)) - SUBMISSION_PARTS)
         if unknown:

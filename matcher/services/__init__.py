@@ -56,8 +56,6 @@ from matcher.services.moves import (
 from matcher.services.submission import (
     define_jobs,
     enqueue_new_jobs,
-    register_file_submitter,
-    submit_job_with_files,
     submit_jobs,
 )
 
@@ -89,13 +87,11 @@ __all__ = [
     "purge_jobs",
     "record_heartbeat",
     "record_heartbeats",
-    "register_file_submitter",
     "repair_counts",
     "report_job",
     "reschedule_job",
     "retry_on_race",
     "set_waiting_status",
-    "submit_job_with_files",
     "submit_jobs",
     "taskqueue_cleanup",
     "taskqueues_for",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
 from core import clock, gdpconfig
@@ -69,26 +68,6 @@ def submit_jobs(
         return jobs
 
     return moves.retry_on_race(attempt)
-
-
-# Who stores a submission's input files (the sandboxes app registers itself): fn(user, spec,
-# files) -> [job], all or nothing, raising django's ValidationError({field: [message]}) for
-# files it refuses. The web form submits through it (the API's multipart is the app's own).
-FILE_SUBMITTERS: list[Callable] = []
-
-
-def register_file_submitter(fn: Callable) -> Callable:
-    FILE_SUBMITTERS.append(fn)
-    return fn
-
-
-def submit_job_with_files(owner, spec: dict, files: Sequence) -> list[Job]:
-    """One job and its input sandbox files (none: a plain submission)."""
-    if not files:
-        return submit_jobs(owner, [spec])
-    if not FILE_SUBMITTERS:
-        raise ValidationError({"input_sandbox": ["this server keeps no input sandboxes"]})
-    return FILE_SUBMITTERS[0](owner, spec, files)
 
 
 def routed_to_real_pilots(spec: dict) -> dict:

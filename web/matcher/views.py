@@ -15,6 +15,7 @@ from core.errors import add_to_form, error_messages
 from matcher import dispatcher, lifecycle, services
 from matcher.jdl import JDLError, parse_jdl
 from matcher.models import ComputingElement, Job, Site, TaskQueue
+from sandboxes import services as sandboxes
 from shares.ownership import may_act_on
 from web.core.confirm import confirmation
 from web.core.decorators import staff_required
@@ -173,7 +174,7 @@ def _submit(request, payload: dict, jdl: str = "", files=()):
         return None, serializer.errors
     spec = dict(serializer.validated_data, jdl=jdl)
     try:  # with input files: the sandboxes app stores them in the same transaction
-        [job] = services.submit_job_with_files(request.user, spec, list(files))
+        [job] = sandboxes.submit_job_with_files(request.user, spec, list(files))
     except DjangoValidationError as exc:
         return None, exc.message_dict
     return job, None
