@@ -1,5 +1,6 @@
 """Pilots and the director's records: DIRAC's PilotAgents table, the proxies pilots are sent
-with, and what the director decided per TaskQueue. Moved from matcher (tables kept)."""
+with, and what the director decided per TaskQueue. Moved from matcher; their tables took the
+pilots_ names later (migration 0003), rows and ids kept."""
 
 from django.conf import settings
 from django.db import models
@@ -17,7 +18,6 @@ class Credential(models.Model):
     expires = models.DateTimeField()
 
     class Meta:
-        db_table = "matcher_credential"  # moved from matcher: the table stays
         constraints = [
             models.UniqueConstraint(fields=["dn", "group"], name="credential_dn_group_unique")
         ]
@@ -87,7 +87,6 @@ class Pilot(models.Model):
     objects = PilotQuerySet.as_manager()
 
     class Meta:
-        db_table = "matcher_pilot"  # moved from matcher: the table stays
         ordering = ["-submitted", "-id"]
         indexes = [
             models.Index(fields=["task_queue_id", "status", "submitted"], name="pilot_tq_status"),
@@ -111,7 +110,6 @@ class PilotStatusHistory(models.Model):
     reason = models.CharField(max_length=255, blank=True)
 
     class Meta:
-        db_table = "matcher_pilotstatushistory"  # moved from matcher: the table stays
         ordering = ["at", "id"]
 
     def __str__(self) -> str:
@@ -137,7 +135,6 @@ class DirectorDecision(models.Model):
     skipped = models.CharField(max_length=255, blank=True)
 
     class Meta:
-        db_table = "matcher_directordecision"  # moved from matcher: the table stays
         ordering = ["-cycle_run", "-submitted", "task_queue_id"]
 
     def __str__(self) -> str:

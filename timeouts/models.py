@@ -1,6 +1,7 @@
 """What the timeouts cycle did: one row per job a rule acted on.
 
-The model came from brokerage (its table keeps the name brokerage_timeoutaction).
+The model came from brokerage; its table, brokerage_timeoutaction until migration 0003, is now
+timeouts_timeoutaction, rows and ids kept.
 """
 
 from django.db import models
@@ -34,7 +35,6 @@ class TimeoutAction(models.Model):
     objects = TimeoutActionQuerySet.as_manager()
 
     class Meta:
-        db_table = "brokerage_timeoutaction"  # the table it had in brokerage, rows and all
         ordering = ["-at", "-id"]
         indexes = [
             models.Index(fields=["-at"], name="timeoutaction_at"),

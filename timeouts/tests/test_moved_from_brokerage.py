@@ -75,7 +75,7 @@ def test_timeout_actions_written_before_the_move_are_read_after_it_with_every_va
 
     migrate(None)
 
-    assert TimeoutAction._meta.db_table == "brokerage_timeoutaction"
+    assert TimeoutAction._meta.db_table == "timeouts_timeoutaction"  # renamed since (0003)
     read = sorted(TimeoutAction.objects.values_list(*FIELDS))
     assert read == expected
     assert [tuple(row[f] for f in FIELDS[1:]) for row in rows] == [
