@@ -5,6 +5,7 @@ from rest_framework.response import Response
 
 from api.core.permissions import StaffWriteOrReadOnly
 from api.shares.serializers import GridGroupSerializer, GroupChangeSerializer, MeSerializer
+from matcher.services import groups
 from shares import services
 from shares.models import GridGroup, GroupChange, User
 from web.core.filters import StrictQueryMixin
@@ -25,7 +26,7 @@ class GridGroupViewSet(viewsets.ModelViewSet):
         changes = {k: v for k, v in data.items() if k in services.EDITABLE}
         comment = data.get("comment") or "via the API"
         try:
-            serializer.instance = services.update_group(
+            serializer.instance = groups.update_group(
                 serializer.instance, changes, self.request.user, comment
             )
         except services.ShareError as exc:

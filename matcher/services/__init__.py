@@ -8,23 +8,26 @@ no job table themselves (matcher/tests/test_one_job_writer.py checks it).
   (`lock_job`, `move_job`) and many (`lock_jobs`, `move_jobs`), new jobs (`insert_jobs`,
   `create_jobs`).
 - enqueue.py: the one way into and out of TaskQueues (TaskQueues per definition, membership,
-  counts by increments, dropping empty TaskQueues).
+  counts by increments).
+- housekeeping.py: what follows a TaskQueue change unwaited: dropping empty TaskQueues, the
+  priorities of the groups whose TaskQueues appeared or vanished.
 - submission.py: new jobs (a user's submission, a task's jobs, DAG nodes in bulk).
 - jobs.py: brokerage's placement and holds, kill and reschedule, pilot reports and
   heartbeats, the retention purge.
 - cleanup.py: the repair cycle.
+- groups.py: a group's edits (JobShare and properties, recorded by shares.services) with the
+  TaskQueue priorities they change.
 """
 
 from matcher.services.cleanup import repair_counts, taskqueue_cleanup
 from matcher.services.enqueue import (
     add_to_counts,
-    drop_empty_taskqueues,
-    drop_if_empty,
     job_definition,
     join_taskqueues,
     leave_taskqueues,
     taskqueues_for,
 )
+from matcher.services.housekeeping import drop_empty_taskqueues, drop_if_empty
 from matcher.services.jobs import (
     BulkOutcome,
     act_on_jobs,
