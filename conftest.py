@@ -66,14 +66,14 @@ def _fresh_process_state(_suite_settings):
     gdpconfig.invalidate()
     clock.reset()
     # A test that ran housekeeping in the background ends with its thread and connection.
-    from matcher.housekeeping import housekeeper
+    from matcher.services.housekeeping import housekeeper
 
     housekeeper.stop()
 
 
 @pytest.fixture
 def world(db):
-    from matcher import demo
+    from simulation import demo
 
     return demo.create_world()
 
@@ -88,9 +88,9 @@ def users(world):
 @pytest.fixture
 def panda(world):
     """The demo world with PanDA's demo topology and global shares, for task brokerage."""
-    from brokerage import demo
     from brokerage.models import GlobalShare
     from brokerage.topology_import import import_topology
+    from simulation import panda_demo as demo
 
     import_topology(demo.topology())
     for name, target in demo.GLOBAL_SHARES:

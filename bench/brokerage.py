@@ -53,10 +53,10 @@ class DBTimer:
 def build_world(rng, n_tasks, n_queues, n_sites, n_nuclei, jobs_per_task, n_background):
     from brokerage.models import NetworkLink, Nucleus, PandaQueue, Storage, Task, TaskJob
     from core import clock, gdpconfig
-    from matcher import demo
     from matcher import services as job_services
     from matcher.models import Job, JobStatus, Site
     from shares.models import GridGroup, User
+    from simulation import demo
 
     demo.create_world()
     now = clock.now()

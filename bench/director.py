@@ -29,10 +29,11 @@ def main() -> None:
 
     with throwaway_database("director"):
         from core.cycles import run_cycle
-        from matcher import bulk, demo
+        from matcher import bulk
         from matcher.models import TaskQueue
         from matcher.taskqueue_priorities import recompute_priorities
         from pilots.models import Pilot
+        from simulation import demo
 
         demo.create_world()
         templates = bulk.make_templates(random.Random(1), n_templates)

@@ -17,7 +17,7 @@ generic pilots). Not run: brokerage, ClassAds, timeouts, retention, notification
 heartbeats: nothing for them here).
 
 Job slots: the simulated CE starts a scheduled pilot only on a free slot of its CE
-(ComputingElement.max_running_pilots, enforced by pilots.services.simulated_ce_cycle); this
+(ComputingElement.max_running_pilots, enforced by simulation.simulated_ce.simulated_ce_cycle); this
 script also holds them before each pilot_status cycle (their next event moves to the next
 step). Queued pilots still count against max_waiting_pilots.
 
@@ -129,11 +129,10 @@ def run(args) -> None:  # one scenario, read top to bottom
     from core.cycles import run_cycle
     from core.models import SimulationClock
     from core.schedules import SCHEDULES
-    from matcher import demo, dispatcher, matching
+    from matcher import dispatcher, matching
     from matcher import services as job_services
     from matcher.lifecycle import RUNNING_STATES
     from matcher.models import ComputingElement, Job, JobStatus
-    from pilots import demo as pilot_demo  # noqa: F401  (registers the credentials step)
     from pilots import services as pilot_services  # noqa: F401  (registers the cycles)
     from pilots.models import (
         Credential,
@@ -142,6 +141,7 @@ def run(args) -> None:  # one scenario, read top to bottom
         PilotStatusHistory,
     )
     from shares.models import GridGroup, User
+    from simulation import demo
     from simulation import services as sim_services  # noqa: F401  (its cycle)
 
     settings.HOUSEKEEPING_IN_BACKGROUND = False  # drops and recomputations inline: repeatable

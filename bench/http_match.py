@@ -82,8 +82,9 @@ def log(message: str) -> None:
 
 
 def build_world(jobs: int, seed: int) -> dict:
-    from matcher import bulk, demo
+    from matcher import bulk
     from matcher.models import Job, TaskQueue
+    from simulation import demo
 
     demo.create_world()
     templates = distinct_templates(random.Random(seed), TEMPLATES)
@@ -498,7 +499,7 @@ def _wait_for_backends(timeout: float = 30.0) -> None:
     accessed by other users"): this process's matcher housekeeping thread (started by the
     world's loading) keeps one until stopped; PostgreSQL ends a stopped server's sessions a
     moment after it exits."""
-    from matcher import housekeeping
+    from matcher.services import housekeeping
 
     housekeeping.housekeeper.stop()
     deadline = time.monotonic() + timeout

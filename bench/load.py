@@ -58,9 +58,10 @@ def main() -> None:
     with throwaway_database("bench"):
         from django.test import Client
 
-        from matcher import bulk, demo
+        from matcher import bulk
         from matcher.models import Job, JobStatusHistory, TaskQueueJob
         from shares.models import User
+        from simulation import demo
 
         demo.create_world()
         context = {"jobs": n, "scale": args.scale, "db": "postgresql"}

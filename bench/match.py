@@ -80,7 +80,7 @@ EVERYTHING = {
     "pilot_type": "any",
 }
 # A generic pilot at a real site and CE (a pilot that claims a job must name where it runs),
-# otherwise taking anything: the demo's first site and CE (matcher.demo.SITES).
+# otherwise taking anything: the demo's first site and CE (simulation.demo.SITES).
 HTTP_BODY = {
     "site": "LCG.CERN.ch",
     "grid_ce": "ce503.cern.ch",
@@ -190,11 +190,12 @@ def distinct_templates(rng: random.Random, count: int) -> list:
 
 def build_world(scale: Scale, seed: int, batch_size: int) -> World:
     from core import gdpconfig
-    from matcher import bulk, demo
+    from matcher import bulk
     from matcher.dispatcher import matching_taskqueues
     from matcher.matching import Resource
     from matcher.models import MULTI_VALUED_FIELDS, Job, TaskQueue, TaskQueuePriorityCount
     from shares.models import GridGroup, User
+    from simulation import demo
 
     demo.create_world()
     templates = distinct_templates(random.Random(seed), TEMPLATES)

@@ -112,7 +112,7 @@ def matcher_stats() -> dict:
 def settle(stop: bool = False, timeout: float = 30.0) -> None:
     """Let the background housekeeping finish (and end it), where there is one."""
     try:
-        from matcher import housekeeping
+        from matcher.services import housekeeping
     except ImportError:
         return
     if stop:
@@ -126,8 +126,8 @@ def settle(stop: bool = False, timeout: float = 30.0) -> None:
 
 def add_users() -> None:
     """Users with batches of their own: each an entity of the fair share."""
-    from matcher import demo
     from shares.models import GridGroup, User
+    from simulation import demo
 
     for group_name, n in USERS.items():
         group = GridGroup.objects.get(name=group_name)
@@ -160,9 +160,10 @@ def templates(rng: random.Random, count: int) -> list:
 
 
 def build(shape: Shape, seed: int) -> dict:
-    from matcher import bulk, demo
+    from matcher import bulk
     from matcher.models import TaskQueue, TaskQueueJob
     from matcher.taskqueue_priorities import recompute_priorities
+    from simulation import demo
 
     demo.create_world()
     add_users()
@@ -245,8 +246,8 @@ def resources() -> list:
     """Five named sites (a CE of each) x every CPU segment; platforms and tags alternately the
     CE's own or ANY."""
     from core import gdpconfig
-    from matcher.demo import SITES
     from matcher.matching import Resource
+    from simulation.demo import SITES
 
     out = []
     for k, (site, ces) in enumerate(list(SITES.items())[:5]):
@@ -499,7 +500,7 @@ def new_spec(rng: random.Random, group, n: int) -> dict:
     """A job spec whose requirements make a TaskQueue of its own (a batch with its own tags)."""
     from core import gdpconfig
     from matcher import bulk
-    from matcher.demo import SITES
+    from simulation.demo import SITES
 
     sites = list(SITES)
     return {

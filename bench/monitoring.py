@@ -38,7 +38,7 @@ def shape_history(n: int) -> None:
     from django.db import connection
 
     from core import clock
-    from matcher.demo import SITES
+    from simulation.demo import SITES
 
     sites = list(SITES)
     now = clock.now()
@@ -138,8 +138,9 @@ def main() -> None:
         from django.db import connection
         from django.test import Client
 
-        from matcher import bulk, demo
+        from matcher import bulk
         from shares.models import User
+        from simulation import demo
 
         demo.create_world()
         context = {"jobs": n, "scale": args.scale, "db": "postgresql"}

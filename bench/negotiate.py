@@ -76,8 +76,8 @@ def main() -> None:
         from classads.models import JobAd
         from core import clock, gdpconfig
         from core.cycles import run_cycle
-        from matcher import demo
         from shares.models import User
+        from simulation import demo
 
         demo.create_world()
         rng = random.Random(8)

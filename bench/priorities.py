@@ -30,11 +30,11 @@ def main() -> None:
 
     with throwaway_database("priorities"):
         from core import gdpconfig
-        from matcher import demo
         from matcher.models import TaskQueue, TaskQueuePriorityCount
         from matcher.taskqueue_priorities import groups_map, recompute_priorities, taskqueue_loads
         from shares import priorities as engine
         from shares.models import GridGroup, User
+        from simulation import demo
 
         demo.create_world()
         rng = random.Random(1)

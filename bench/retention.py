@@ -38,8 +38,9 @@ def build(finished: int) -> dict:
     from django.db import connection
 
     from core import clock
-    from matcher import bulk, demo
+    from matcher import bulk
     from matcher.models import Job, JobStatusHistory, TaskQueueJob, TaskQueuePriorityCount
+    from simulation import demo
 
     demo.create_world()
     total = finished * 100 // 90  # 90 % old final jobs (85 % + the 5 % slice)

@@ -29,9 +29,10 @@ def build(n_tasks: int, per_task: int) -> dict:
 
     from brokerage.models import Task, TaskJob
     from core import clock
-    from matcher import bulk, demo
+    from matcher import bulk
     from matcher.models import Job
     from shares.models import GridGroup, User
+    from simulation import demo
 
     demo.create_world()
     now = clock.now()

@@ -100,13 +100,13 @@ def mix_sql(sites: list[str]) -> str:
 def build(n: int) -> dict:
     from django.db import connection
 
-    from brokerage import demo as panda_demo
     from brokerage.models import PandaQueue, Task, TaskJob
     from brokerage.topology_import import import_topology
     from core import clock, gdpconfig
-    from matcher import bulk, demo
+    from matcher import bulk
     from matcher.models import Job, TaskQueueJob, TaskQueuePriorityCount
     from shares.models import GridGroup, User
+    from simulation import demo, panda_demo
 
     demo.create_world()
     import_topology(panda_demo.topology())

@@ -108,6 +108,14 @@ NODE_NAME = os.environ.get("NODE_NAME", "").strip() or socket.gethostname()
 # `make run` drives the demo with the simulated grid's shared, accelerated clock.
 SIMULATED_CLOCK = os.environ.get("GRIDWMS_SIMULATED_CLOCK", "") == "1"
 
+# What opens the backend of each kind of submit pool (the parameter SubmitPoolBackends gives each
+# pool its kind) for a director cycle. An "external" pool has none: this director sends it no
+# pilot. The simulated CEs belong to the simulated grid.
+SUBMIT_POOL_BACKENDS = {
+    "local": "pilots.submit_pools.LocalBackend",
+    "simulated": "simulation.simulated_ce.simulated_ces",
+}
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",

@@ -16,7 +16,7 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,7 +28,7 @@ from matcher import feasibility, taskqueues
 from matcher.dispatcher import ce_resources
 from matcher.lifecycle import ACTIVATED
 from matcher.models import ComputingElement, Site
-from matcher.services import enqueue, moves, submission
+from matcher.services import enqueue, housekeeping, moves, submission
 from shares.models import User
 
 JOB_COLUMNS = list(submission.NEW_JOB_COLUMNS)
@@ -76,16 +76,16 @@ def make_templates(
     rng: random.Random,
     count: int = 60,
     requirements: Callable[[random.Random], dict] | None = None,
+    exclude_owners: Collection[str] = (),
 ) -> list[Template]:
     """`count` requirement sets, each one some active CE takes (when CEs exist), owned by the
-    users of ordinary groups (not the demo's hand-pilot example user). `requirements`: draws
-    a template's requirements ({field: values}, the fields it names) instead of this module's
-    mix of sites, platforms, tags, pilot types and submit pools."""
-    from matcher.demo import EXAMPLE_USER
-
+    users of ordinary groups but those named in `exclude_owners` (the demo's hand-pilot example
+    user). `requirements`: draws a template's requirements ({field: values}, the fields it
+    names) instead of this module's mix of sites, platforms, tags, pilot types and submit
+    pools."""
     owners = list(
         User.grid_groups.through.objects.filter(gridgroup__generic_pilot=False)
-        .exclude(user__username=EXAMPLE_USER)
+        .exclude(user__username__in=list(exclude_owners))
         .values_list("user_id", "gridgroup_id")
     )
     if not owners:
@@ -271,6 +271,7 @@ def load_jobs(
     workers: int | None = None,
     segment: int | None = None,
     cpu_times: Sequence[int] | None = None,
+    exclude_owners: Collection[str] = (),
 ) -> LoadResult:
     """Insert `n` activated jobs into their TaskQueues; returns counts and elapsed seconds.
 
@@ -278,14 +279,15 @@ def load_jobs(
     parallel, each on its own connection, so a failed load leaves whole batches behind.
     `segment` (one of CPUSegments) puts every job in that CPU segment instead of a uniform one;
     `cpu_times` draws each job's CPU time among these values (those in the segments its
-    template reaches) instead of uniformly inside a segment."""
+    template reaches) instead of uniformly inside a segment; `exclude_owners`: users who own
+    none of the templates made here (make_templates)."""
     if n < 0:
         raise LoadError("the number of jobs must not be negative")
     if batch_size < 1:
         raise LoadError("the batch size must be positive")
     started = time.perf_counter()
     rng = random.Random(seed)
-    templates = templates or make_templates(rng)
+    templates = templates or make_templates(rng, exclude_owners=exclude_owners)
     segments = gdpconfig.get("CPUSegments")
     if segment is not None and segment not in segments:
         raise LoadError(f"{segment} is not one of the CPU segments {segments}")
@@ -352,6 +354,6 @@ def load_jobs(
                 if progress:
                     progress(done, n)
     # Template TaskQueues that drew no job would stay empty: drop them.
-    enqueue.drop_empty_taskqueues(set(tq_of) - used_tqs)
+    housekeeping.drop_empty_taskqueues(set(tq_of) - used_tqs)
     moves.analyse_job_tables()
     return LoadResult(jobs=n, taskqueues=len(used_tqs), seconds=time.perf_counter() - started)

@@ -6,6 +6,5 @@ class PilotsConfig(AppConfig):
     verbose_name = "Pilots and the director"
 
     def ready(self) -> None:
-        # The director's cycles, parameters, metrics and demo step register themselves with the
-        # apps below.
-        from pilots import demo, metrics, params, services  # noqa: F401
+        # The director's cycles, parameters and metrics register themselves with the apps below.
+        from pilots import metrics, params, services  # noqa: F401

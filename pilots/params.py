@@ -3,7 +3,7 @@
 from urllib.parse import urlsplit
 
 from core.gdpconfig import BOOL, FLOAT, INT, JSON, STR, STR_LIST, Param, register
-from core.gdpconfig_shapes import Number, Obj, Text
+from core.gdpconfig_shapes import Obj, Text
 
 # --- the pilot director (docs/developer-guide.md, The TaskQueue director; DIRAC's defaults) ----
 POOL_BACKENDS = ("simulated", "local", "external")
@@ -177,23 +177,6 @@ _reg(
     unit="s",
     minimum=1,
     maximum=7 * 86400,
-)
-_reg(
-    "SimulatedPilotSeconds",
-    JSON,
-    {"Submitted": 30, "Scheduled": 60, "Aborted": 0.05, "JobFailed": 0.05, "CPUScale": 0.01},
-    "The simulated CE: seconds in Submitted and Scheduled, the chance a pilot aborts and a "
-    "job fails, and job run time = CPUTime x CPUScale seconds.",
-    shape=Obj(
-        {
-            "Submitted": Number(0, 86400),
-            "Scheduled": Number(0, 86400),
-            "Aborted": Number(0, 1),
-            "JobFailed": Number(0, 1),
-            # run time = CPUTime x CPUScale: at most 10 x a year stays a datetime
-            "CPUScale": Number(0, 10),
-        }
-    ),
 )
 _reg(
     "SiteDirectorPilotCap",

@@ -1,11 +1,11 @@
-"""Pilots: the director cycle (plan, submit, record), the simulated CE, and the status reports
-of pilots and of the jobs they run. The submit pools and their backends: submit_pools.py."""
+"""Pilots: the director cycle (plan, submit, record) and the status reports of pilots and of the
+jobs they run. The submit pools and their backends: submit_pools.py (the simulated CEs and the
+pilots' life there: simulation/simulated_ce.py)."""
 
 from __future__ import annotations
 
 import logging
 import random
-from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -18,11 +18,10 @@ from core.cycles import current_run_id, cycle
 from matcher import dispatcher, matching
 from matcher import services as job_services
 from matcher.lifecycle import PILOT_END_STATES, PILOT_REPORTS, RUNNING_STATES
-from matcher.models import ComputingElement, Job, JobStatus, TaskQueue
+from matcher.models import ComputingElement, Job, TaskQueue
 from matcher.taskqueue_priorities import taskqueue_loads
 from pilots import director
 from pilots.models import (
-    PILOT_FINAL_STATES,
     PILOT_WAITING_STATES,
     Credential,
     DirectorDecision,
@@ -31,19 +30,17 @@ from pilots.models import (
     PilotStatusHistory,
 )
 from pilots.submit_pools import (
-    LocalBackend,
+    Backend,
     PilotBatch,
-    SimulatedBackend,
     SubmitPool,
     Submitted,
-    free_job_slots,
+    has_backend,
+    open_backends,
     pilot_token,
-    simulated_ces,
 )
 from shares.models import GridGroup, User
 
 log = logging.getLogger(__name__)
-MAX_JOBS_PER_PILOT = 5  # a pilot asks again after each job, this many times at most
 
 
 class PilotError(Exception):
@@ -200,7 +197,7 @@ def plan_batch(d: director.Decision, view: DirectorView, rng) -> PlannedBatch | 
     if d.submit_pool not in view.known_pools or d.submit_pool not in view.backends_of:
         return _skip(d, f"unknown submit pool {d.submit_pool!r}")
     backend = view.backends_of[d.submit_pool]
-    if backend == "external":
+    if not has_backend(backend):  # external
         return _skip(d, f"pool {d.submit_pool}: its pilots are started outside this director")
     d.private = director.submit_private_pilot(
         view.private_pilot_fraction, d.tq.pilot_types, d.tq.force_generic, rng
@@ -262,25 +259,26 @@ def runnable_jobs_per_ce(decisions: list[director.Decision], ces) -> dict[str, i
 
 @dataclass
 class CycleSubmissions:
-    """The submit step's state in one cycle: the pools, opened as batches come; the pilot
-    credentials' tokens; the batches in flight. Every TaskQueue is planned first, the
-    simulated CEs' waiting slots shared among the batches, then each is handed over."""
+    """The submit step's state in one cycle: a backend of each kind the batches name; the
+    pools, opened as batches come; the pilot credentials' tokens; the batches in flight. Every
+    TaskQueue is planned first, the backends' waiting slots shared among the batches, then each
+    is handed over."""
 
-    simulated: SimulatedBackend
+    backends: dict[str, Backend]
     pools: dict[str, SubmitPool] = field(default_factory=dict)
     tokens: dict[int | None, str] = field(default_factory=dict)
     in_flight: list[tuple[PlannedBatch, Future]] = field(default_factory=list)
-    capped_by_jobs: bool = False  # SiteDirectorPilotCap applied to the simulated CEs' slots
+    capped_by_jobs: bool = False  # SiteDirectorPilotCap applied to the backends' slots
 
 
 def submit_batch(planned: PlannedBatch, subs: CycleSubmissions, rng: random.Random) -> None:
     """Hand the batch to its submit pool; a full pool (totalThreadsInPool) refuses it."""
     d, batch, pool = planned.decision, planned.batch, planned.decision.submit_pool
-    if planned.backend == "local" and planned.user_id not in subs.tokens:
+    backend = subs.backends[planned.backend]
+    if backend.logs_in and planned.user_id not in subs.tokens:
         subs.tokens[planned.user_id] = pilot_token(planned.user_id)
     batch.token = subs.tokens.get(planned.user_id, "")
     if pool not in subs.pools:
-        backend = subs.simulated if planned.backend == "simulated" else LocalBackend()
         subs.pools[pool] = SubmitPool(
             pool,
             backend,
@@ -317,7 +315,7 @@ def collect_submitted(subs: CycleSubmissions) -> list[tuple[PlannedBatch, Submit
     return out
 
 
-def _new_pilot(planned: PlannedBatch, sub: Submitted, grid_type: str, now, run_id, queued):
+def _new_pilot(planned: PlannedBatch, sub: Submitted, grid_type: str, now, run_id):
     batch = planned.batch
     return Pilot(
         reference=sub.reference,
@@ -334,8 +332,8 @@ def _new_pilot(planned: PlannedBatch, sub: Submitted, grid_type: str, now, run_i
         status=PilotStatus.SUBMITTED,
         submitted=now,
         status_changed=now,
-        # Only the simulated CE moves its pilots along (simulated_ce_cycle); real ones report.
-        next_event=now + queued if grid_type == "Simulated" else None,
+        # Only a backend that moves its pilots along says when; real pilots report.
+        next_event=now + sub.moves_in if sub.moves_in is not None else None,
         director_run=run_id,
         credential_user_id=planned.user_id,
     )
@@ -363,9 +361,7 @@ def _decision_row(d: director.Decision, now, run_id) -> DirectorDecision:
 def record_cycle(decisions, submitted, now, run_id) -> list[Pilot]:
     """The pilots the CEs took, their first status, and every decision (why, when none went),
     in one transaction."""
-    # How long a simulated CE keeps a new pilot Submitted, read once for the whole cycle.
-    queued = timedelta(seconds=float(gdpconfig.get("SimulatedPilotSeconds").get("Submitted", 30)))
-    pilots = [_new_pilot(p, sub, grid_type, now, run_id, queued) for p, sub, grid_type in submitted]
+    pilots = [_new_pilot(p, sub, grid_type, now, run_id) for p, sub, grid_type in submitted]
     with transaction.atomic():
         created = Pilot.objects.bulk_create(pilots, batch_size=2000)
         PilotStatusHistory.objects.bulk_create(
@@ -396,14 +392,18 @@ def director_cycle(rng: random.Random | None = None) -> dict:
         return {"taskqueues": 0, "pilots": 0}
     decisions, s, ppi = decided
     view = _director_view(now, s)
-    subs = CycleSubmissions(simulated_ces())
     planned = [p for p in (plan_batch(d, view, rng) for d in decisions) if p is not None]
-    if view.site_director_cap:  # no more pilots at a CE than the waiting jobs it could run
-        subs.simulated.cap_by_runnable_jobs(runnable_jobs_per_ce(decisions, view.ces))
+    subs = CycleSubmissions(open_backends({p.backend for p in planned}))
+    capping = [b for b in subs.backends.values() if b.knows_waiting_slots]
+    if view.site_director_cap and capping:  # no more pilots at a CE than the jobs it could run
+        runnable = runnable_jobs_per_ce(decisions, view.ces)
+        for backend in capping:
+            backend.cap_by_runnable_jobs(runnable)
         subs.capped_by_jobs = True
-    # The simulated CEs' free waiting slots are shared among all the cycle's batches in
-    # proportion to the pilots each wants, not taken by the TaskQueues handed over first.
-    subs.simulated.reserve([p.batch for p in planned if p.backend == "simulated"], rng)
+    # The CEs' free waiting slots are shared among all the cycle's batches in proportion to the
+    # pilots each wants, not taken by the TaskQueues handed over first.
+    for kind, backend in subs.backends.items():
+        backend.reserve([p.batch for p in planned if p.backend == kind], rng)
     for p in planned:
         submit_batch(p, subs, rng)
     created = record_cycle(decisions, collect_submitted(subs), now, run_id)
@@ -500,98 +500,3 @@ def pilot_may_report(user, pilot: Pilot) -> bool:
     return user.is_staff or (
         pilot.credential_user_id is not None and pilot.credential_user_id == user.pk
     )
-
-
-# --- the simulated CE ----------------------------------------------------------------------------
-
-
-def _pilot_resource(pilot: Pilot, ces: dict, idents: dict) -> matching.Resource | None:
-    """What the pilot presents at its CE; `idents` keeps the (owner, group) ids of each
-    (DN, group name) looked up in this cycle."""
-    ce = ces.get(pilot.ce)
-    if ce is None:
-        return None
-    key = (pilot.owner_dn, pilot.owner_group)
-    if key not in idents:
-        idents[key] = (
-            User.objects.filter(dn=pilot.owner_dn).values_list("pk", flat=True).first(),
-            GridGroup.objects.filter(name=pilot.owner_group).values_list("pk", flat=True).first(),
-        )
-    owner, group = idents[key]
-    return matching.ce_resource(ce, pilot.private, owner, group)
-
-
-def _start_next_job(pilot: Pilot, ces, sim, rng, now, idents: dict) -> bool:
-    """The pilot asks the matcher; a job it gets starts running on the simulated CE."""
-    resource = _pilot_resource(pilot, ces, idents)
-    found = None
-    if resource is not None:
-        found = dispatcher.match_job(resource, pilot.reference, rng=rng, pilot_id=pilot.pk)
-    if found is None:
-        return False
-    job = found.job
-    report_job(job.id, JobStatus.RUNNING, f"running on {pilot.ce}")
-    runtime = max(1.0, job.cpu_time * float(sim.get("CPUScale", 0.01)))
-    Pilot.objects.filter(pk=pilot.pk).update(next_event=now + timedelta(seconds=runtime))
-    return True
-
-
-@cycle("pilot_status")
-def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> dict:
-    """Move the simulated CEs' pilots along: Submitted -> Scheduled -> Running (the pilot
-    matches a job and runs it for CPUTime x CPUScale seconds) -> the job finishes or fails ->
-    the pilot asks again, up to MAX_JOBS_PER_PILOT jobs -> Done; some pilots abort."""
-    rng = rng or random.Random()
-    now = clock.now()
-    sim = gdpconfig.get("SimulatedPilotSeconds")
-    ces = {c.name: c for c in ComputingElement.objects.select_related("site")}
-    due = list(
-        Pilot.objects.filter(grid_type="Simulated", next_event__lte=now)
-        .exclude(status__in=PILOT_FINAL_STATES)
-        .order_by("next_event")[:limit]
-    )
-    free = free_job_slots(ces)
-    idents: dict = {}  # (DN, group name) -> (owner id, group id), looked up once a cycle
-    counts: Counter = Counter()
-    for pilot in due:
-        if pilot.status == PilotStatus.SUBMITTED:
-            if rng.random() < float(sim.get("Aborted", 0.05)):
-                set_pilot_status(pilot.pk, PilotStatus.ABORTED, "aborted by the CE")
-                counts["aborted"] += 1
-            else:
-                wait = timedelta(seconds=float(sim.get("Scheduled", 60)))
-                set_pilot_status(pilot.pk, PilotStatus.SCHEDULED, "queued at the CE", now + wait)
-                counts["scheduled"] += 1
-        elif pilot.status in (PilotStatus.SCHEDULED, PilotStatus.READY, PilotStatus.WAITING):
-            if free.get(pilot.ce, 1) <= 0:  # the CE's batch system: no free slot, it stays queued
-                Pilot.objects.filter(pk=pilot.pk).update(next_event=now + timedelta(minutes=1))
-                counts["held_for_a_slot"] += 1
-                continue
-            free[pilot.ce] = free.get(pilot.ce, 1) - 1
-            pilot = set_pilot_status(pilot.pk, PilotStatus.RUNNING, "started on a worker node", now)
-            if _start_next_job(pilot, ces, sim, rng, now, idents):
-                counts["jobs_started"] += 1
-            else:
-                set_pilot_status(pilot.pk, PilotStatus.DONE, "no job for it")
-                free[pilot.ce] += 1
-                counts["done"] += 1
-        elif pilot.status == PilotStatus.RUNNING:
-            current = Job.objects.filter(pilot=pilot, status=JobStatus.RUNNING).first()
-            if current is not None:
-                failed = rng.random() < float(sim.get("JobFailed", 0.05))
-                report_job(
-                    current.pk,
-                    JobStatus.FAILED if failed else JobStatus.FINISHED,
-                    "payload failed" if failed else "payload done",
-                )
-                counts["jobs_failed" if failed else "jobs_finished"] += 1
-                pilot.refresh_from_db(fields=["jobs_done"])
-            if pilot.jobs_done < MAX_JOBS_PER_PILOT and _start_next_job(
-                pilot, ces, sim, rng, now, idents
-            ):
-                counts["jobs_started"] += 1
-            else:
-                set_pilot_status(pilot.pk, PilotStatus.DONE, f"ran {pilot.jobs_done} jobs")
-                free[pilot.ce] = free.get(pilot.ce, 0) + 1
-                counts["done"] += 1
-    return dict(counts)

@@ -1,7 +1,12 @@
 """The director's submit pools and their backends (DIRAC's SubmitPools): a pool takes batches
-of pilots for one TaskQueue and hands them to its backend, a simulated CE (gLite, SAM) or the
-real pilot client started on this machine (Local). How many pilots, and where they may go, is
-the director's business (pilots.py); these only submit."""
+of pilots for one TaskQueue and hands them to its backend, here the real pilot client started on
+this machine (Local). How many pilots, and where they may go, is the director's business
+(pilots.py); these only submit.
+
+SubmitPoolBackends names each pool's kind of backend; settings.SUBMIT_POOL_BACKENDS, the one
+table of them, names what opens a backend of each kind for a director cycle (the simulated CEs
+of the demo's gLite and SAM pools live in the simulation app). A kind not in that table has no
+backend here: its pilots are started outside this director."""
 
 from __future__ import annotations
 
@@ -10,14 +15,15 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
+from django.conf import settings
+from django.utils.module_loading import import_string
+
 from core import gdpconfig
-from matcher.models import ComputingElement
-from pilots.models import PILOT_WAITING_STATES, Pilot, PilotStatus
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,87 +53,46 @@ class Submitted:
     reference: str
     site: str
     ce: str
+    # When a backend that moves its pilots along itself (a simulated CE) next moves this one;
+    # None: the pilot reports its own states.
+    moves_in: timedelta | None = None
 
 
-class SimulatedBackend:
-    """A simulated CE: accepts pilots up to each CE's free waiting slots."""
+class Backend:
+    """What a submit pool hands its batches to, opened once a director cycle. A backend that
+    knows its CEs' free waiting slots shares them among the cycle's batches before any is
+    submitted (reserve) and, with SiteDirectorPilotCap, caps them by the waiting jobs each CE
+    could run."""
 
-    grid_type = "Simulated"
-
-    def __init__(self, free_slots: dict[str, int], waiting: dict[str, int] | None = None):
-        self.free = free_slots
-        self.waiting = dict(waiting or {})  # the pilots waiting at each CE now
-        self.lock = threading.Lock()
+    grid_type = ""
+    knows_waiting_slots = False
+    # Its pilots log in to this server with their credential user's API token (PilotBatch.token).
+    logs_in = False
 
     def cap_by_runnable_jobs(self, runnable: dict[str, int]) -> None:
-        """DIRAC's SiteDirector rule: a CE takes no more new pilots than the waiting jobs it
-        could run (`runnable`) less the pilots already waiting there."""
-        with self.lock:
-            for ce, free in self.free.items():
-                self.free[ce] = max(0, min(free, runnable.get(ce, 0) - self.waiting.get(ce, 0)))
+        pass
 
     def reserve(self, batches: list[PilotBatch], rng: random.Random) -> None:
-        """Share the free waiting slots among the cycle's batches before any is submitted
-        (share_waiting_slots): each batch then submits on the slots it was given."""
-        with self.lock:
-            given = share_waiting_slots(
-                [(b.n, b.weight, [c for _, c in b.ces]) for b in batches], self.free, rng
-            )
-        for batch, ces in zip(batches, given, strict=True):
-            batch.slots = ces
+        pass
 
     def submit(self, batch: PilotBatch, rng: random.Random) -> list[Submitted]:
-        if batch.slots is not None:
-            site_of = {c: s for s, c in batch.ces}
-            return [
-                Submitted(f"sim://{ce}/{uuid.uuid4().hex[:12]}", site_of[ce], ce)
-                for ce in batch.slots
-            ]
-        out = []
-        for _ in range(batch.n):
-            with self.lock:
-                open_ces = [(s, c) for s, c in batch.ces if self.free.get(c, 0) > 0]
-                if not open_ces:
-                    break
-                site, ce = rng.choice(open_ces)
-                self.free[ce] -= 1
-            out.append(Submitted(f"sim://{ce}/{uuid.uuid4().hex[:12]}", site, ce))
-        return out
+        raise NotImplementedError
 
 
-def share_waiting_slots(
-    requests: list[tuple[int, float, list[str]]], free: dict[str, int], rng: random.Random
-) -> list[list[str]]:
-    """The CEs' free waiting slots (`free`, taken from) shared among the batches of one cycle,
-    each (pilots wanted, weight, CEs it may go to): the pilots of all batches take turns in
-    proportion to the weights (the director's lambda: pilot j of a batch of weight w comes at
-    (j + u) / w, u uniform per batch, so a batch of twice the weight comes twice as often), each
-    taking a free slot on one of its CEs at random, until its batch has the pilots it wants.
-    Where slots are scarce every TaskQueue gets its share of them, rather than the TaskQueues
-    handed over first taking them all. Returns the CEs given to each batch."""
-    left = sum(max(0, v) for v in free.values())
-    turns = []
-    for i, (n, w, _) in enumerate(requests):
-        u = rng.random()
-        turns += [((j + u) / max(w, 1e-12), i) for j in range(min(n, left))]
-    turns.sort()
-    out: list[list[str]] = [[] for _ in requests]
-    for _, i in turns:
-        if left <= 0:
-            break
-        open_ces = [c for c in requests[i][2] if free.get(c, 0) > 0]
-        if open_ces:
-            ce = rng.choice(open_ces)
-            free[ce] -= 1
-            left -= 1
-            out[i].append(ce)
-    return out
+def has_backend(kind: str) -> bool:
+    return kind in settings.SUBMIT_POOL_BACKENDS
 
 
-class LocalBackend:
+def open_backends(kinds) -> dict[str, Backend]:
+    """A backend of each kind (settings.SUBMIT_POOL_BACKENDS) for one director cycle."""
+    return {kind: import_string(settings.SUBMIT_POOL_BACKENDS[kind])() for kind in kinds}
+
+
+class LocalBackend(Backend):
     """Starts the real pilot client (`manage.py pilot`) as a process on this machine."""
 
     grid_type = "Local"
+    logs_in = True
 
     def submit(self, batch: PilotBatch, rng: random.Random) -> list[Submitted]:
         out = []
@@ -193,30 +158,6 @@ class SubmitPool:
 
     def close(self):
         self.executor.shutdown(wait=True)
-
-
-def simulated_ces() -> SimulatedBackend:
-    """The simulated CEs, each with its free waiting slots now: MaxWaitingPilots less the
-    pilots still waiting there."""
-    ce_rows = {c.name: c for c in ComputingElement.objects.all()}
-    busy = Counter(
-        Pilot.objects.filter(status__in=PILOT_WAITING_STATES).values_list("ce", flat=True)
-    )
-    return SimulatedBackend(
-        {name: max(0, c.max_waiting_pilots - busy[name]) for name, c in ce_rows.items()},
-        {name: busy[name] for name in ce_rows},
-    )
-
-
-def free_job_slots(ces: dict[str, ComputingElement]) -> dict[str, int]:
-    """Per simulated CE, its job slots (max_running_pilots: enforced as its batch system would,
-    a scheduled pilot stays queued until one is free) less the pilots running there now."""
-    running = Counter(
-        Pilot.objects.filter(status=PilotStatus.RUNNING, ce__in=list(ces)).values_list(
-            "ce", flat=True
-        )
-    )
-    return {name: ce.max_running_pilots - running[name] for name, ce in ces.items()}
 
 
 def pilot_token(user_id: int | None) -> str:

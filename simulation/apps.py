@@ -6,4 +6,5 @@ class SimulationConfig(AppConfig):
     verbose_name = "The simulated grid"
 
     def ready(self) -> None:
-        from simulation import params, services  # noqa: F401  (parameters, cycle)
+        # The parameters and the cycles (simulation, pilot_status) register themselves.
+        from simulation import params, services, simulated_ce  # noqa: F401

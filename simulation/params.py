@@ -1,6 +1,8 @@
-"""The simulated grid's live parameters: how much work arrives, how often pilots go silent."""
+"""The simulated grid's live parameters: how much work arrives, how often pilots go silent, how
+the simulated CEs treat their pilots."""
 
-from core.gdpconfig import FLOAT, INT, Param, register
+from core.gdpconfig import FLOAT, INT, JSON, Param, register
+from core.gdpconfig_shapes import Number, Obj
 
 
 def _reg(name, kind, default, help, **kw):
@@ -75,4 +77,21 @@ _reg(
     "The fastest the simulated clock may run (simulated seconds per real second).",
     minimum=1,
     maximum=86400,  # a simulated day per second: now() stays a datetime for years
+)
+_reg(
+    "SimulatedPilotSeconds",
+    JSON,
+    {"Submitted": 30, "Scheduled": 60, "Aborted": 0.05, "JobFailed": 0.05, "CPUScale": 0.01},
+    "The simulated CE: seconds in Submitted and Scheduled, the chance a pilot aborts and a "
+    "job fails, and job run time = CPUTime x CPUScale seconds.",
+    shape=Obj(
+        {
+            "Submitted": Number(0, 86400),
+            "Scheduled": Number(0, 86400),
+            "Aborted": Number(0, 1),
+            "JobFailed": Number(0, 1),
+            # run time = CPUTime x CPUScale: at most 10 x a year stays a datetime
+            "CPUScale": Number(0, 10),
+        }
+    ),
 )

@@ -21,12 +21,12 @@ from core import clock, gdpconfig
 from core.cycles import CYCLES, cycle, run_cycle
 from core.models import CycleRun, SimulationClock
 from core.schedules import SCHEDULES
-from matcher import demo as demo_world
 from matcher import services as job_services
 from matcher.lifecycle import RUNNING_STATES, SIMULATED_BACKLOG_STATES
 from matcher.models import Job
 from pilots.director import poisson
 from pilots.models import Pilot, PilotStatus
+from simulation import demo as demo_world
 
 USERS = [  # (user, group, share of the arrivals)
     ("alice", "lhcb_user", 3),
@@ -34,7 +34,7 @@ USERS = [  # (user, group, share of the arrivals)
     ("carol", "lhcb_mc", 2),
     ("dave", "lhcb_data", 3),
 ]
-# The demo's work mix, shared with the jobs `manage.py demo` leaves waiting (matcher.demo).
+# The demo's work mix, shared with the jobs `manage.py demo` leaves waiting (simulation.demo).
 CPU_TIMES, DEMO_SITES, SITE_RESTRICTED_FRACTION = (
     demo_world.CPU_TIMES,
     demo_world.DEMO_SITES,
@@ -327,8 +327,8 @@ def renew_credentials(now) -> int:
     """The simulated VO renews pilot credentials a day before the director would stop using
     them (PilotProxyMinDays), as DIRAC's proxy manager renews proxies from MyProxy: on the
     simulated clock (60x) a month-long credential would otherwise run out in half a day."""
-    from matcher.demo import CREDENTIAL_DAYS
     from pilots.models import Credential
+    from simulation.demo import CREDENTIAL_DAYS
 
     due = now + timedelta(days=gdpconfig.get("PilotProxyMinDays") + 1)
     return Credential.objects.filter(expires__lt=due).update(

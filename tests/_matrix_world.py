@@ -30,12 +30,12 @@ def shared_state(django_db_blocker, build):
 def build_demo(with_topology: bool = True) -> dict:
     """The demo world (sites, CEs, groups, users with tokens, the admin) and, if asked, the
     demo brokerage topology."""
-    from matcher import demo
+    from simulation import demo
 
     demo.create_world()
     if with_topology:
-        from brokerage import demo as brokerage_demo
         from brokerage.topology_import import import_topology
+        from simulation import panda_demo as brokerage_demo
 
         import_topology(brokerage_demo.topology())
     from shares.models import User

@@ -23,8 +23,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from matcher.demo import USER_PASSWORD
 from matcher.models import Job
+from simulation.demo import USER_PASSWORD
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -40,7 +40,7 @@ def _run(module, tmp_path, capsys, **over) -> dict:
         # The seed's four CPU segments put 100,000 s jobs in the 300,000 s one, above most CEs'
         # limits: they pile up at two CEs while the others run dry of that group's work (the
         # benchmark's main remaining gap). Finer segments, as DIRAC later used, let them run.
-        # And the demo's matching and director (pilots.demo.living_grid_parameters): with the
+        # And the demo's matching and director (simulation.demo.living_grid_parameters): with the
         # seed's CPU-segment precedence and pilotsPerJob term this half day ends 4.4 points off
         # (2.6 with the seed's director cap too; 2-minute steps); without them, 2.2.
         param=[

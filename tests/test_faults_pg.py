@@ -194,10 +194,10 @@ def test_matchers_killed_at_random_moments_lose_no_job_and_duplicate_none(world)
 def _production_task(users, n_jobs: int):
     from rest_framework.test import APIClient
 
-    from brokerage import demo
     from brokerage.models import Task
     from brokerage.services.production import task_brokerage
     from brokerage.topology_import import import_topology
+    from simulation import panda_demo as demo
 
     import_topology(demo.topology())
     client = APIClient()

@@ -7,12 +7,12 @@ import random
 
 import pytest
 
-from brokerage import demo as panda_demo
 from brokerage.topology_import import import_topology
 from core import clock
 from matcher import bulk, lifecycle
 from matcher.models import JobStatus, JobStatusHistory
-from pilots import demo as pilot_demo
+from simulation import demo as pilot_demo
+from simulation import panda_demo
 from simulation import services as simulation
 from tests._invariants import assert_job_invariants
 from tests._one_writer import job_writes_outside_owner

@@ -27,7 +27,7 @@ from tests._matrix_world import JOB_AD, build_demo, populate, shared_state
 
 SUBJECTS = ["anonymous", "alice", "bob", "erin", "pilot", "admin"]
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
-PASSWORD = "gridwms"  # matcher.demo.USER_PASSWORD
+PASSWORD = "gridwms"  # simulation.demo.USER_PASSWORD
 PARAM = "CycleStaleSeconds"
 
 # Expectation tokens, one per subject in SUBJECTS order:

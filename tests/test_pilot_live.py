@@ -97,7 +97,7 @@ def test_the_demos_local_worker_node_runs_a_newcomers_hello_job(live_server, use
     """The user guide's example on `make run`: a job with only an executable, arguments and a CPU
     time goes to the Local pool's real pilots (never to a simulated one) and its stdout reads
     hello."""
-    from pilots.demo import local_worker_node
+    from simulation.demo import local_worker_node
 
     local_worker_node(live_server.url)
     gdpconfig.set_value("PrivatePilotFraction", 0.0)

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from rest_framework.test import APIClient
 
-from matcher import bulk, demo
+from matcher import bulk
 from matcher.models import Job, JobStatus
-from pilots import demo as pilot_demo
 from pilots.models import Pilot
+from simulation import demo
+from simulation import demo as pilot_demo
 
 USER_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user-guide.md"
 CURL = re.compile(
@@ -30,7 +31,7 @@ def user_guide_section(title: str) -> str:
 
 def test_the_user_guides_pilot_takes_the_job_meant_for_it_and_reports_on_it(transactional_db):
     demo.create_world()
-    bulk.load_jobs(300, seed=5, batch_size=100)
+    bulk.load_jobs(300, seed=5, batch_size=100, exclude_owners=[demo.EXAMPLE_USER])
     example = demo.example_job()
     pilot_demo.first_pilots()
     section = user_guide_section("Matching")
@@ -76,7 +77,7 @@ def test_the_user_guides_pilot_takes_the_job_meant_for_it_and_reports_on_it(tran
 
 def test_the_directors_pilots_leave_the_example_job_to_the_hand_started_pilot(transactional_db):
     demo.create_world()
-    bulk.load_jobs(120, seed=5, batch_size=100)
+    bulk.load_jobs(120, seed=5, batch_size=100, exclude_owners=[demo.EXAMPLE_USER])
     example = demo.example_job()
     for _ in range(2):  # director cycles, and the simulated CEs' pilots asking for jobs
         pilot_demo.first_pilots()

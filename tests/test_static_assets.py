@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client, override_settings
 
-from pilots import demo as pilot_demo
+from simulation import demo as pilot_demo
 
 
 def _scripts(html: str) -> list[str]:

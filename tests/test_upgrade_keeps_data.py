@@ -61,8 +61,9 @@ def previous_release(transactional_db):
 def test_a_database_of_the_previous_release_upgrades_in_one_pass_keeping_every_row(
     previous_release,
 ):
-    from matcher import bulk, demo, services
+    from matcher import bulk, services
     from shares.models import User as CurrentUser
+    from simulation import demo
 
     old = previous_release
     # A world written by today's services (their tables unchanged since the previous release):

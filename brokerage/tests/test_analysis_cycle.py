@@ -6,12 +6,12 @@ from datetime import timedelta
 
 import pytest
 
-from brokerage import demo
 from brokerage.models import BrokerageRun, GlobalShare, PandaQueue, Task, TaskJob, TaskStatus
 from brokerage.services.analysis import analysis_brokerage
 from brokerage.topology_import import import_topology
 from core import clock, gdpconfig
 from matcher.models import Job, JobStatus
+from simulation import panda_demo as demo
 
 DATASET = "mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514"
 

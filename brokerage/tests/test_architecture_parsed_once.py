@@ -7,12 +7,13 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from brokerage import analysis, architecture, demo, production
+from brokerage import analysis, architecture, production
 from brokerage.models import GlobalShare, Task
 from brokerage.tests.factories import context, queue, task
 from brokerage.topology_import import import_topology
 from core import clock
 from shares.models import GridGroup, User
+from simulation import panda_demo as demo
 
 URL = "/api/v1/tasks/"
 GPU = "#&nvidia:model=.*A100.*:vram>=40960"
@@ -111,7 +112,7 @@ def before_the_change(transactional_db):
 
 
 def test_the_migration_parses_the_tasks_stored_without_a_parsed_form(before_the_change):
-    from matcher import demo as matcher_demo
+    from simulation import demo as matcher_demo
 
     matcher_demo.create_world()
     owner = User.objects.get(username="erin")

@@ -6,7 +6,6 @@ from datetime import timedelta
 
 import pytest
 
-from brokerage import demo
 from brokerage.models import (
     BrokerageRun,
     GlobalShare,
@@ -26,6 +25,7 @@ from matcher import dispatcher
 from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueueJob
 from shares.models import GridGroup
+from simulation import panda_demo as demo
 
 URL = "/api/v1/tasks/"
 DATASET = "mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514"

@@ -3,13 +3,13 @@ cycle, recent timeouts and brokerage failures, each linking to its page."""
 
 import random
 
-from brokerage import demo
 from brokerage.models import Storage
 from brokerage.services.production import task_brokerage
 from brokerage.topology_import import import_topology
 from core.cycles import run_cycle
 from matcher.models import JobStateSample, JobStatus, JobStatusHistory
-from pilots import demo as pilot_demo
+from simulation import demo as pilot_demo
+from simulation import panda_demo as demo
 
 
 def test_the_home_page_shows_the_grid_at_work(world, submit, users, api, client):

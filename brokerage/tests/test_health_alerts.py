@@ -2,10 +2,10 @@
 
 import random
 
-from brokerage import demo
 from brokerage.models import Storage, Task, TaskStatus
 from brokerage.services.production import task_brokerage
 from brokerage.topology_import import import_topology
+from simulation import panda_demo as demo
 
 
 def test_a_task_that_cannot_be_brokered_is_an_alert_on_its_owners_home_page(

@@ -3,9 +3,9 @@ field, and nothing stored."""
 
 import pytest
 
-from brokerage import demo
 from brokerage.models import GlobalShare, NetworkLink, Nucleus, PandaQueue, Storage, UserQuota
 from brokerage.topology_import import import_topology
+from simulation import panda_demo as demo
 
 CASES = [
     ("nuclei", Nucleus, {"name": "N2", "site": "LCG.NOWHERE", "state": "ACTIVE"}, "site"),

@@ -5,13 +5,14 @@ import random
 
 import pytest
 
-from brokerage import demo, production
+from brokerage import production
 from brokerage.services import world
 from brokerage.services.production import job_brokerage, task_brokerage
 from brokerage.services.submission import submit_task
 from brokerage.tests.factories import context, queue, task
 from brokerage.topology_import import import_topology
 from shares.models import GridGroup
+from simulation import panda_demo as demo
 
 PAGE = "/brokerage/queues/"
 

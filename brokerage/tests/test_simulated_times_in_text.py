@@ -8,7 +8,6 @@ from datetime import timedelta
 
 import pytest
 
-from brokerage import demo
 from brokerage.models import Storage, Task, TaskJob
 from brokerage.services.production import task_brokerage
 from brokerage.topology_import import import_topology
@@ -16,6 +15,7 @@ from core import clock
 from core.cycles import run_cycle
 from core.models import SimulationClock
 from matcher.models import Job
+from simulation import panda_demo as demo
 from web.brokerage.why import brokerage_failures
 from web.matcher import why
 

@@ -5,7 +5,6 @@ import random
 
 import pytest
 
-from brokerage import demo
 from brokerage.models import BrokerageRun, GlobalShare, Storage, Task
 from brokerage.services.analysis import analysis_brokerage
 from brokerage.services.production import job_brokerage, task_brokerage
@@ -14,6 +13,7 @@ from core import gdpconfig
 from matcher import services as job_services
 from matcher.models import Job, JobStatus
 from shares.models import GridGroup
+from simulation import panda_demo as demo
 
 
 @pytest.fixture

@@ -4,12 +4,12 @@ import random
 
 import pytest
 
-from brokerage import demo
 from brokerage.models import Storage, Task, TaskJob
 from brokerage.services.production import job_brokerage, task_brokerage
 from brokerage.topology_import import import_topology
 from matcher.models import Job, JobStatus
 from pilots.models import Pilot, PilotStatus
+from simulation import panda_demo as demo
 from web.matcher import why
 
 

@@ -172,9 +172,9 @@ def test_a_user_without_an_address_gets_the_notice_given_up_and_shown(users, sub
 
 @pytest.fixture
 def erin_task(with_email, api):
-    from brokerage import demo
     from brokerage.models import Task
     from brokerage.topology_import import import_topology
+    from simulation import panda_demo as demo
 
     import_topology(demo.topology())
     body = {"name": "evgen", "owner_group": "lhcb_mc", "n_jobs": 3, "processing_type": "evgen"}

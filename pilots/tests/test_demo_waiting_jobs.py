@@ -6,10 +6,11 @@ corrector remembers hours, not the seed's week."""
 import pytest
 from django.core.management import call_command
 
-from matcher import bulk, demo
+from matcher import bulk
 from matcher.models import Job
-from pilots import demo as pilot_demo
 from shares.corrections import parse_instances
+from simulation import demo
+from simulation import demo as pilot_demo
 from simulation.services import CPU_TIMES, DEMO_SITES
 
 

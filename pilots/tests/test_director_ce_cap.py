@@ -8,7 +8,7 @@ from core import gdpconfig
 from core.cycles import run_cycle
 from pilots.director import Settings, TaskQueueState, plan
 from pilots.models import Pilot
-from pilots.submit_pools import SimulatedBackend
+from simulation.simulated_ce import SimulatedBackend
 
 SEED = Settings(pilots_per_iteration=100)  # lambdas in the thousands: only the caps bind
 SITE_DIRECTOR = Settings(pilots_per_iteration=100, site_director_cap=True)

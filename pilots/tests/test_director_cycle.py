@@ -8,6 +8,7 @@ from core.cycles import run_cycle
 from matcher.models import Job
 from pilots import services as pilots
 from pilots.models import Credential, DirectorDecision, Pilot, PilotStatus, PilotStatusHistory
+from simulation import simulated_ce
 
 
 @pytest.fixture
@@ -98,7 +99,7 @@ def test_the_simulated_grid_runs_pilots_that_finish_the_jobs(waiting):
     rng = random.Random(4)
     for _ in range(12):
         clock.advance(61)
-        pilots.simulated_ce_cycle(rng=rng)
+        simulated_ce.simulated_ce_cycle(rng=rng)
         if Job.objects.filter(status="finished").count() == 6:
             break
     assert Job.objects.filter(status="finished").count() == 6

@@ -11,10 +11,10 @@ from django.db.models import Sum
 
 from core import clock, gdpconfig
 from core.cycles import run_cycle
-from matcher import demo
 from matcher.models import ComputingElement, Job
 from pilots import director
 from pilots.models import Credential, DirectorDecision, Pilot
+from simulation import demo
 from web.matcher import health
 
 BLOCKING_TEXTS = ("unknown submit pool", "no credential", "is full", "list-match")
@@ -23,11 +23,11 @@ BLOCKING_TEXTS = ("unknown submit pool", "no credential", "is full", "list-match
 def test_the_demo_worlds_director_sends_pilots_and_none_of_its_decisions_is_blocked(db):
     call_command("demo")  # 3,000 jobs, the first director cycle, the simulated CEs' first steps
     decisions = list(DirectorDecision.objects.all())
-    # Every waiting slot of the demo's CEs (a short queue each, matcher.demo) takes a pilot.
+    # Every waiting slot of the demo's CEs (a short queue each, simulation.demo) takes a pilot.
     queues = ComputingElement.objects.aggregate(n=Sum("max_waiting_pilots"))["n"]
     assert queues == 7 * demo.WAITING_PILOTS_PER_CE
     assert Pilot.objects.count() == queues
-    # The living grid's settings (pilots.demo.living_grid_parameters), so that it reaches its
+    # The living grid's settings (simulation.demo.living_grid_parameters), so that it reaches its
     # shares within a simulated day (bench/demo_shares.py).
     assert gdpconfig.get("MatchCPUSegmentPrecedence") is False
     assert gdpconfig.get("PilotsPerJobTerm") is False

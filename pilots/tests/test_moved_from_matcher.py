@@ -14,10 +14,10 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 
-from matcher import demo
 from matcher.models import Job
 from pilots.models import Credential, DirectorDecision, Pilot, PilotStatusHistory
 from shares.models import GridGroup, User
+from simulation import demo
 from tests._migrations import historical_apps, migrate
 
 BEFORE_THE_MOVE = [("matcher", "0008_pilots_per_credential_and_job_pilot"), ("pilots", None)]

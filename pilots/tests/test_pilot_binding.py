@@ -10,8 +10,8 @@ import pytest
 from core import clock, gdpconfig
 from core.cycles import run_cycle
 from matcher.models import Job, JobStatus
-from pilots import services as pilots
 from pilots.models import Pilot
+from simulation import simulated_ce
 
 MATCH = "/api/v1/match/"
 CERN = {"site": "LCG.CERN.ch", "grid_ce": "ce503.cern.ch", "cpu_time": 86400}
@@ -202,7 +202,7 @@ def test_the_simulated_ces_pilots_claim_their_jobs_for_themselves(submit):
     rng = random.Random(4)
     for _ in range(8):
         clock.advance(61)
-        pilots.simulated_ce_cycle(rng=rng)
+        simulated_ce.simulated_ce_cycle(rng=rng)
     ran = list(Job.objects.exclude(pilot=None).select_related("pilot"))
     assert ran
     assert all(j.pilot.reference == j.pilot_reference for j in ran)

@@ -7,7 +7,7 @@ from core import gdpconfig
 from core.cycles import run_cycle
 from matcher.models import ComputingElement
 from pilots.models import DirectorDecision, Pilot
-from pilots.submit_pools import share_waiting_slots
+from simulation.simulated_ce import share_waiting_slots
 
 
 def test_scarce_waiting_slots_go_to_each_batch_in_proportion_to_its_lambda():
@@ -56,7 +56,7 @@ def test_a_simulated_ce_starts_no_more_pilots_than_its_max_running_pilots(submit
     from datetime import timedelta
 
     from core import clock
-    from pilots import services
+    from simulation import simulated_ce
 
     gdpconfig.set_value("PrivatePilotFraction", 0.0)
     gdpconfig.set_value("pilotsPerIteration", 10000.0)
@@ -72,7 +72,7 @@ def test_a_simulated_ce_starts_no_more_pilots_than_its_max_running_pilots(submit
     rng = random.Random(8)
     for _ in range(4):
         clock.advance(61)
-        services.simulated_ce_cycle(rng=rng)
+        simulated_ce.simulated_ce_cycle(rng=rng)
     running = Pilot.objects.filter(status="Running")
     assert running.count() == 2
     queued = Pilot.objects.filter(status="Scheduled")

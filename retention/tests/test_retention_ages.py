@@ -50,11 +50,11 @@ def test_waiting_and_running_jobs_are_never_deleted_however_old(submit, killed, 
 
 
 def test_finished_jobs_of_a_live_task_stay_until_the_task_is_done(users, age, ages, api):
-    from brokerage import demo
     from brokerage.models import Task, TaskJob, TaskStatus
     from brokerage.topology_import import import_topology
     from matcher import services
     from matcher.models import Job
+    from simulation import panda_demo as demo
 
     import_topology(demo.topology())
     body = {"name": "evgen", "owner_group": "lhcb_mc", "n_jobs": 3, "processing_type": "evgen"}

@@ -7,16 +7,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from brokerage import demo as panda_demo
 from brokerage.models import Task
 from brokerage.topology_import import import_topology
 from core import clock
 from core.models import CycleRun, SimulationClock
 from matcher import bulk
 from matcher.models import Job, JobStatus
-from pilots import demo as pilot_demo
 from pilots.models import Pilot, PilotStatus
-from simulation import services
+from simulation import demo as pilot_demo
+from simulation import panda_demo, services
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from matcher import demo
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 

@@ -4,7 +4,7 @@ monitoring views (a form) do not offer it."""
 
 import pytest
 
-from matcher import demo
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 

@@ -4,7 +4,7 @@ refused by name."""
 
 import pytest
 
-from matcher import demo
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 

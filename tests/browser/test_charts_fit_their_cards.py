@@ -11,8 +11,9 @@ import re
 
 import pytest
 
-from matcher import bulk, demo
-from pilots import demo as pilot_demo
+from matcher import bulk
+from simulation import demo
+from simulation import demo as pilot_demo
 
 pytestmark = pytest.mark.browser
 
@@ -146,7 +147,6 @@ def charted(transactional_db):
     """A grid with something in every chart: jobs, pilots, one usage sample (more with
     hours_later), a brokered production task, an analysis share, a negotiator cycle and an
     advertised site."""
-    from brokerage import demo as panda_demo
     from brokerage.models import GlobalShare
     from brokerage.services.production import job_brokerage, task_brokerage
     from brokerage.services.submission import submit_task
@@ -158,6 +158,7 @@ def charted(transactional_db):
     from core.cycles import run_cycle
     from matcher.models import Job, TaskQueue
     from shares.models import GridGroup, User
+    from simulation import panda_demo
 
     demo.create_world()
     bulk.load_jobs(300, seed=7, batch_size=100)

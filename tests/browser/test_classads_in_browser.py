@@ -1,6 +1,6 @@
 import pytest
 
-from matcher import demo
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 

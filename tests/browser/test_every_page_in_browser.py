@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from matcher import demo
+from simulation import demo
 from tests import test_permissions_matrix as matrix
 
 pytestmark = pytest.mark.browser

@@ -8,8 +8,9 @@ import re
 import pytest
 
 from core import clock, gdpconfig
-from matcher import bulk, demo
-from pilots import demo as pilot_demo
+from matcher import bulk
+from simulation import demo
+from simulation import demo as pilot_demo
 
 pytestmark = pytest.mark.browser
 
@@ -142,9 +143,9 @@ def test_without_scripts_a_destructive_action_asks_on_a_page_of_its_own(page, wo
 
 @pytest.fixture
 def grid(world):
-    from brokerage import demo as panda_demo
     from brokerage.topology_import import import_topology
     from core.cycles import run_cycle
+    from simulation import panda_demo
 
     bulk.load_jobs(200, seed=7, batch_size=100)
     pilot_demo.first_pilots()

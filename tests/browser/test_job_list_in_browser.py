@@ -10,9 +10,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from core import clock
-from matcher import demo, services
+from matcher import services
 from matcher.models import Job
 from shares.models import User
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 

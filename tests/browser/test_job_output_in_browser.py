@@ -11,8 +11,8 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from core import gdpconfig
-from matcher import demo
 from pilots.client.transport import Client, FilePart
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 

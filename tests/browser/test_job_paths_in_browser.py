@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from matcher import demo
 from matcher.models import Job, JobStatus
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 

@@ -4,10 +4,11 @@ time window, its histogram drawn."""
 
 import pytest
 
-from matcher import demo, dispatcher, services
+from matcher import dispatcher, services
 from matcher.matching import Resource
 from matcher.models import JobStatus
 from shares.models import User
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 

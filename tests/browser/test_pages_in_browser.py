@@ -1,7 +1,8 @@
 import pytest
 
-from matcher import bulk, demo
-from pilots import demo as pilot_demo
+from matcher import bulk
+from simulation import demo
+from simulation import demo as pilot_demo
 
 pytestmark = pytest.mark.browser
 
@@ -137,10 +138,10 @@ def test_staff_edit_a_jobshare_in_the_admin_and_the_shares_page_shows_it(page, g
 
 
 def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, grid):
-    from brokerage import demo as panda_demo
     from brokerage.models import Task
     from brokerage.topology_import import import_topology
     from core.cycles import run_cycle
+    from simulation import panda_demo
 
     import_topology(panda_demo.topology())
     page.login("erin", demo.USER_PASSWORD)
@@ -174,9 +175,9 @@ def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, gr
 
 
 def test_a_user_reads_the_analysis_page_with_its_stabilizer_chart(page, grid):
-    from brokerage import demo as panda_demo
     from brokerage.models import GlobalShare
     from brokerage.topology_import import import_topology
+    from simulation import panda_demo
 
     import_topology(panda_demo.topology())
     GlobalShare.objects.create(name="User Analysis", target_pct=20.0)

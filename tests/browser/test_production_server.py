@@ -23,7 +23,7 @@ from tests._databases import scratch_database
 from tests.browser.conftest import WatchedPage
 
 ROOT = Path(__file__).resolve().parents[2]
-PASSWORD = "gridwms"  # matcher.demo.USER_PASSWORD
+PASSWORD = "gridwms"  # simulation.demo.USER_PASSWORD
 pytestmark = pytest.mark.timeout(900)
 
 

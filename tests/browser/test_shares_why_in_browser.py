@@ -4,9 +4,9 @@ active CE can serve reads the sentence under its row, beside its figures."""
 import pytest
 
 from core.cycles import run_cycle
-from matcher import demo
 from matcher.models import JobStatus
 from matcher.tests.test_job_actions import put_in_state
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from rest_framework.test import APIClient
 
-from matcher import demo
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 PILOTS = itertools.count(1)
@@ -15,9 +15,9 @@ PILOTS = itertools.count(1)
 
 @pytest.fixture
 def panda_world(transactional_db):
-    from brokerage import demo as panda_demo
     from brokerage.models import GlobalShare
     from brokerage.topology_import import import_topology
+    from simulation import panda_demo
 
     demo.create_world()
     import_topology(panda_demo.topology())

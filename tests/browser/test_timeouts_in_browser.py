@@ -1,18 +1,18 @@
 import pytest
 
-from matcher import demo
+from simulation import demo
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def timed_out(transactional_db):
-    from brokerage import demo as panda_demo
     from brokerage.topology_import import import_topology
     from core import clock
     from matcher import services
     from matcher.models import Job, JobStatus
     from shares.models import GridGroup, User
+    from simulation import panda_demo
     from timeouts.services import timeouts_cycle
 
     demo.create_world()

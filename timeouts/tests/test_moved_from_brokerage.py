@@ -12,9 +12,9 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 
-from matcher import demo
 from matcher import services as job_services
 from shares.models import User
+from simulation import demo
 from tests._migrations import historical_apps, migrate
 from timeouts.models import TimeoutAction
 

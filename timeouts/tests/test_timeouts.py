@@ -7,7 +7,6 @@ from datetime import timedelta
 import pytest
 from django.db import transaction
 
-from brokerage import demo
 from brokerage.models import PandaQueue, Task, TaskJob, TaskStatus
 from brokerage.services.production import job_brokerage, task_brokerage
 from brokerage.services.submission import submit_task
@@ -21,6 +20,7 @@ from matcher.matching import Resource
 from matcher.models import Job, JobStatus, TaskQueueJob, TaskQueuePriorityCount
 from pilots import services as pilots
 from shares.models import GridGroup
+from simulation import panda_demo as demo
 from timeouts.models import TimeoutAction
 from timeouts.services import timeouts_cycle
 

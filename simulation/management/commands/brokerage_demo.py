@@ -1,11 +1,11 @@
 from django.core.management.base import BaseCommand
 
-from brokerage import demo
 from brokerage.models import Dataset, GlobalShare, PandaQueue, Task
 from brokerage.services.submission import submit_task
 from brokerage.topology_import import import_topology
 from core.cycles import run_cycle
 from shares.models import GridGroup, User
+from simulation import panda_demo as demo
 
 
 class Command(BaseCommand):

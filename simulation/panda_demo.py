@@ -4,7 +4,7 @@ datasets with replicas, software tags and worker-node GPUs, and a few production
 from __future__ import annotations
 
 from core import clock
-from matcher.demo import SITES
+from simulation.demo import SITES
 
 NUCLEI = {"CERN-PROD": "LCG.CERN.ch", "RAL-LCG2": "LCG.RAL.uk"}
 QUEUE_OF_SITE = {

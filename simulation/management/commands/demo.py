@@ -1,10 +1,10 @@
 from django.core.management.base import BaseCommand
 
 from core.progress import ProgressBar
-from matcher import bulk, demo
+from matcher import bulk
 from matcher.models import Job
 from matcher.taskqueue_priorities import recompute_priorities
-from pilots import demo as pilot_demo
+from simulation import demo
 
 
 class Command(BaseCommand):
@@ -34,7 +34,7 @@ class Command(BaseCommand):
         else:
             self._load(jobs, pilots)
         if local_url:  # also for a world loaded before: the URL follows the server's
-            ce = pilot_demo.local_worker_node(local_url)
+            ce = demo.local_worker_node(local_url)
             self.stdout.write(f"Jobs with an executable run here: CE {ce.name}, {local_url}.")
 
     def _load(self, jobs, pilots):
@@ -49,7 +49,7 @@ class Command(BaseCommand):
                 # The simulator's jobs: the work waiting at the start asks for what the work
                 # that arrives later asks for, and runs as long (docs/user-guide.md, The demo
                 # world).
-                templates=pilot_demo.job_templates(2026),
+                templates=demo.job_templates(2026),
                 cpu_times=demo.CPU_TIMES,
             )
             example = demo.example_job()
@@ -60,7 +60,7 @@ class Command(BaseCommand):
                 "(docs/user-guide.md, Matching)."
             )
             if pilots:
-                started = pilot_demo.first_pilots()
+                started = demo.first_pilots()
                 self.stdout.write(f"A first director cycle sent pilots; {started} jobs run.")
         self.stdout.write(
             f"Demo world: {world['sites']} sites, {world['groups']} groups, {world['users']} users."
