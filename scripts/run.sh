@@ -2,7 +2,8 @@
 # `make run`: the embedded PostgreSQL unless DATABASE_URL is set, migrate, the demo world once,
 # then the django-q2 cluster, the simulated grid and the web server together; stopping one (or
 # Ctrl-C) stops them all, and the embedded server with them.
-# django-q2's cluster may hang on SIGTERM (django-q2#66), so it gets SIGKILL after a grace period.
+# django-q2's cluster may hang on SIGTERM (a known django-q2 bug), so it gets SIGKILL after a
+# grace period.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 host="${HOST:-127.0.0.1}"

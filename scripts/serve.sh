@@ -38,7 +38,7 @@ stop() {
   trap - INT TERM EXIT
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   # the web server drains its requests (WEB_GRACEFUL_TIMEOUT); django-q2's cluster may hang on SIGTERM
-  # (django-q2#66): whatever is left after the grace period, and its children, get SIGKILL.
+  # (a known django-q2 bug): whatever is left after the grace period, and its children, get SIGKILL.
   for _ in $(seq 30); do
     alive=0
     for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
