@@ -20,12 +20,12 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from core import clock, db, gdpconfig
+from core import clock, db, gdpconfig, registry
 from core.models import CycleRun
 
 log = logging.getLogger(__name__)
 
-CYCLES: dict[str, Callable[[], dict[str, Any]]] = {}
+CYCLES = registry.CYCLES  # the store (core/registry.py)
 
 
 def cycle(kind: str):

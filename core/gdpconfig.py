@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 
+from core import registry
 from core.gdpconfig_shapes import Shape
 
 INT, FLOAT, BOOL, STR, CHOICE, INT_LIST, STR_LIST, JSON = (
@@ -291,7 +292,7 @@ def _to_float(name: str, raw: Any) -> float:
     return value
 
 
-REGISTRY: dict[str, Param] = {}
+REGISTRY: dict[str, Param] = registry.PARAMETERS  # the store (core/registry.py)
 
 
 def register(param: Param) -> Param:

@@ -29,6 +29,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from core import registry
+
 RECENT_HOURS = 24  # the window of the cycle-run gauges
 
 _LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -71,7 +73,7 @@ def observe_request(method: str, route: str, status: int, seconds: float) -> Non
 Collect = Callable[[], Iterable[Metric]]
 
 # Each app's figures read from the database at scrape time, by name (registered once per name).
-COLLECTORS: dict[str, Collect] = {}
+COLLECTORS: dict[str, Collect] = registry.METRICS_COLLECTORS  # the store (core/registry.py)
 
 
 def register(collect: Collect) -> Collect:
