@@ -1,7 +1,7 @@
 """The director's submit pools and their backends (DIRAC's SubmitPools): a pool takes batches
 of pilots for one TaskQueue and hands them to its backend, here the real pilot client started on
 this machine (Local). How many pilots, and where they may go, is the director's business
-(pilots.py); these only submit.
+(director.py, services.py); these only submit.
 
 SubmitPoolBackends names each pool's kind of backend; settings.SUBMIT_POOL_BACKENDS, the one
 table of them, names what opens a backend of each kind for a director cycle (the simulated CEs
