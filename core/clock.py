@@ -9,6 +9,10 @@ Two ways to move it:
   process reads (cached for a second), running `speed` times faster than real time from an
   anchor, or standing still while paused. Staff pause, resume and change its speed.
 
+Two clocks, never confused: what this clock wrote (jobs, cycles, brokerage) stays on it, but how
+long ago something was, and how long it took, is told on the reader's watch: `real_age()` turns a
+moment of this clock into real seconds ago, and the pages, the API and `label()` say "ago" with it
+while the times themselves are labelled simulated.
 `label()` writes one of its timestamps in plain text as the pages' `when` filter shows it.
 """
 
@@ -27,6 +31,7 @@ _offset = timedelta(0)
 _lock = threading.Lock()
 _shared: dict = {"checked": 0.0, "state": None}
 REFRESH_SECONDS = 1.0
+JUST_NOW = 5  # seconds: what ago() calls "just now"
 
 
 def _simulated() -> bool:
@@ -82,6 +87,47 @@ def speed() -> float:
     return 1.0
 
 
+def real_age(value: datetime, *, at_least: bool = False) -> float | None:
+    """How many real seconds ago this clock read `value` (negative: how many until it will).
+
+    Exact for the moments since the shared clock last changed (paused, resumed, sped up or
+    slowed down): it kept one speed since. An earlier moment is taken at the speed the clock has
+    now, which is an estimate (the row keeps only its last change); with at_least=True it counts
+    only the real time since that change, which it certainly is at least (health judges with
+    that: never "overdue" from a guess). While the clock stands paused, every moment written
+    since the pause reads the same time: how long ago it was is unknown (None; at least 0)
+    unless the pause began moments ago, and a future moment does not come (None)."""
+    if not _simulated():
+        return (now() - value).total_seconds()
+    state = _state()
+    if state is None:
+        return (now() - value).total_seconds()
+    running, rate, anchor_real, anchor_sim = state
+    since_change = (timezone.now() - anchor_real).total_seconds()
+    before_change = (anchor_sim + _offset - value).total_seconds()  # > 0: before the change
+    if before_change > 0:
+        if at_least:
+            return since_change
+        return since_change + before_change / rate
+    if running:
+        return since_change + before_change / rate  # exact, since the change (or ahead of now)
+    if at_least:
+        return 0.0
+    if before_change == 0 and since_change < JUST_NOW:
+        return since_change  # written during a pause of a few seconds: "just now" either way
+    return None
+
+
+def real_seconds_between(start: datetime, end: datetime | None = None) -> float | None:
+    """Real seconds from `start` to `end` (now when None), both on this clock; None when either
+    is a moment of a pause (real_age)."""
+    first = real_age(start)
+    last = 0.0 if end is None else real_age(end)
+    if first is None or last is None:
+        return None
+    return max(0.0, first - last)
+
+
 def advance(seconds: float) -> None:
     """Move the clock forward (tests, simulator)."""
     global _offset
@@ -96,7 +142,7 @@ def reset() -> None:
 def ago(seconds: float) -> str:
     """'3 min ago', 'in 2 h', 'just now' (whole units, rounded down)."""
     future, seconds = seconds < 0, abs(seconds)
-    if seconds < 5:
+    if seconds < JUST_NOW:
         return "just now"
     size, unit = next(
         u for u in ((86400, "d"), (3600, "h"), (60, "min"), (1, "s")) if seconds >= u[0]
@@ -105,15 +151,31 @@ def ago(seconds: float) -> str:
     return f"in {text}" if future else f"{text} ago"
 
 
+def real_ago(value: datetime) -> str:
+    """How long ago `value` (a moment of this clock) was on the reader's watch: '3 min ago',
+    'in 2 h'. While the clock stands paused, a moment written during the pause is 'during the
+    pause' (its real time is not known) and a future one is 'in 2 min once the clock runs
+    again' (at its speed)."""
+    age = real_age(value)
+    if age is not None:
+        return ago(age)
+    ahead = (value - now()).total_seconds()
+    state = _state()
+    if ahead <= 0 or state is None:
+        return "during the pause"
+    return f"{ago(-ahead / state[1])} once the clock runs again"
+
+
 def label(value: datetime, fmt: str = "Y-m-d H:i:s", *, relative: bool = True) -> str:
     """A timestamp this clock wrote, in plain text as the `when` filter shows it on pages:
     '14:03 (simulated), 3 min ago' while the simulated grid's clock drives this process (it
-    runs faster than the reader's watch), '14:03, 3 min ago' otherwise. `fmt` is a Django date
-    format; relative=False for text stored and read later, when "ago" would be stale."""
+    runs faster than the reader's watch), '14:03, 3 min ago' otherwise; "ago" is real time
+    either way (real_ago). `fmt` is a Django date format; relative=False for text stored and
+    read later, when "ago" would be stale."""
     local = timezone.localtime(value) if timezone.is_aware(value) else value
     text = date_format(local, fmt)
     if is_simulated():
         text += " (simulated)"
     if relative:
-        text += f", {ago((now() - value).total_seconds())}"
+        text += f", {real_ago(value)}"
     return text

@@ -9,8 +9,12 @@ host without workers still sees whether some worker cluster runs the cycles.
               cluster is running against this database
   cycles      for every scheduled cycle, the age of its last success against its interval
               (stale past 2 intervals + CYCLE_GRACE); one that has not run yet is "pending" and
-              healthy while the cluster is alive and it has not failed
-200 when everything is healthy, 503 with `failing` naming what is not.
+              healthy while the cluster is alive and it has not failed. Both are real time:
+              the cluster runs the schedules by the wall clock, while a run's timestamps are
+              on the grid's clock, which the simulated grid runs faster than real time; the
+              age is the real time the clock has certainly let pass since (clock.real_age)
+200 when everything is healthy, 503 with `failing` naming what is not. `health()` is the one
+verdict: the home page's health panel shows the same, in words (`explain`).
 Anyone may ask (load balancers send no credentials): they get `status` and `failing` only. The
 checks themselves (the cycle table, ages, intervals, the database's error text: host, address,
 port, which is also logged) are shown only to staff (session or token) and to the addresses in
@@ -79,28 +83,41 @@ def check_cluster(now) -> dict:
     return {"ok": overdue <= CLUSTER_GRACE.total_seconds(), "overdue_s": round(overdue, 1)}
 
 
-def check_cycle(kind: str, minutes: int, now, cluster_ok: bool) -> dict:
+def check_cycles(kinds: dict[str, int], cluster_ok: bool) -> dict[str, dict]:
+    """Every scheduled cycle's last run and last success (two queries for them all), judged in
+    real time against its interval in minutes."""
+    latest = CycleRun.objects.filter(kind__in=kinds).order_by("kind", "-started", "-id")
+    last = dict(latest.distinct("kind").values_list("kind", "status"))
+    succeeded = dict(
+        latest.filter(status=CycleRun.Status.SUCCESS)
+        .distinct("kind")
+        .values_list("kind", "finished")
+    )
+    return {
+        kind: judge_cycle(minutes, last.get(kind), succeeded.get(kind), cluster_ok)
+        for kind, minutes in kinds.items()
+    }
+
+
+def judge_cycle(minutes: int, last_status: str | None, success, cluster_ok: bool) -> dict:
     interval = timedelta(minutes=minutes)
-    runs = CycleRun.objects.filter(kind=kind).order_by("-started")
-    last = runs.values("status", "started", "finished").first()
-    success = runs.filter(status=CycleRun.Status.SUCCESS).values_list("finished", flat=True)[:1]
-    success = success[0] if success else None
-    out = {"interval_s": interval.total_seconds(), "last_status": last and last["status"]}
+    out = {"interval_s": interval.total_seconds(), "last_status": last_status}
     if success is None:
-        failed = last is not None and last["status"] in (
-            CycleRun.Status.FAILED,
-            CycleRun.Status.ABANDONED,
+        failed = last_status in (CycleRun.Status.FAILED, CycleRun.Status.ABANDONED)
+        out.update(
+            ok=cluster_ok and not failed, last_success_age_s=None, pending=last_status is None
         )
-        out.update(ok=cluster_ok and not failed, last_success_age_s=None, pending=last is None)
         return out
-    age = now - success
+    # The cluster runs the schedules by the wall clock; `finished` is on the grid's clock.
+    age = clock.real_age(success, at_least=True) or 0.0
     out.update(
-        ok=age <= 2 * interval + CYCLE_GRACE, last_success_age_s=round(age.total_seconds(), 1)
+        ok=age <= (2 * interval + CYCLE_GRACE).total_seconds(), last_success_age_s=round(age, 1)
     )
     return out
 
 
 def health() -> tuple[bool, dict]:
+    """(healthy, the report): what /healthz answers and the home page's health panel shows."""
     report: dict = {}
     try:
         report["database"] = check_database()
@@ -112,12 +129,8 @@ def health() -> tuple[bool, dict]:
     report["migrations"] = check_migrations()
     try:
         report["cluster"] = check_cluster(timezone.now())
-        now = clock.now()
-        report["cycles"] = {
-            kind: check_cycle(kind, minutes, now, report["cluster"]["ok"])
-            for kind, minutes in SCHEDULES.items()
-            if kind in CYCLES
-        }
+        scheduled = {kind: minutes for kind, minutes in SCHEDULES.items() if kind in CYCLES}
+        report["cycles"] = check_cycles(scheduled, report["cluster"]["ok"])
     except DatabaseError:
         if report["migrations"]["ok"]:
             raise
@@ -127,6 +140,39 @@ def health() -> tuple[bool, dict]:
     failing = [name for name in ("migrations", "cluster") if not report[name]["ok"]]
     failing += [f"cycle:{kind}" for kind, c in report["cycles"].items() if not c["ok"]]
     return not failing, {**report, "failing": failing}
+
+
+def explain(report: dict) -> list[tuple[str, str | None]]:
+    """What fails in a health() report, in words: (text, the page that shows more)."""
+    rows: list[tuple[str, str | None]] = []
+    for name in report["failing"]:
+        check = report.get(name)
+        if name == "database":
+            rows.append(("The database is unreachable", None))
+        elif name == "migrations":
+            rows.append((f"Migrations not applied: {', '.join(check['unapplied'])}", None))
+        elif name == "cluster":
+            if "overdue_s" in check:
+                late = clock.ago(check["overdue_s"]).removesuffix(" ago")
+                text = f"No django-q2 cluster runs the cycles: their schedules are {late} late"
+            else:
+                text = f"No django-q2 cluster runs the cycles: {check['error']}"
+            rows.append((text, None))
+        elif name.startswith("cycle:"):
+            kind = name.removeprefix("cycle:")
+            rows.append((_cycle_text(kind, report["cycles"][kind]), f"/cycles/?kind={kind}"))
+    return rows
+
+
+def _cycle_text(kind: str, check: dict) -> str:
+    every = f"it runs every {clock.ago(check['interval_s']).removesuffix(' ago')}"
+    age = check["last_success_age_s"]
+    if age is not None:
+        last = clock.ago(age)
+        return f"Cycle {kind} is overdue: its last success was {last} in real time; {every}"
+    if check["last_status"] is None:
+        return f"Cycle {kind} has not run yet and no cluster runs it; {every}"
+    return f"Cycle {kind} has not succeeded yet: its last run {check['last_status']}; {every}"
 
 
 @login_not_required
