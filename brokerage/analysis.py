@@ -96,6 +96,12 @@ def throttle(task, usage: Usage, params: dict) -> dict | None:
     return None
 
 
+def queue_length_limit(nr: int) -> int:
+    """The most jobs queued at an analysis queue (PanDA's nQueue) before the brokerage skips
+    it: twice its running jobs, at least 40. The pages show this same number."""
+    return 2 * max(20, nr)
+
+
 # --- the Analysis Stabilizer ---------------------------------------------------------------------
 
 
@@ -291,8 +297,8 @@ def broker_analysis(task, queues: list, ctx: AnalysisContext, with_locality: boo
         stab[q.name] = st
         if bad >= bad_limit:
             c.remove("bad_jobs", failed_plus_closed=bad, limit=bad_limit, hours=since)
-        elif nq > 2 * max(20, nr):
-            c.remove("queue_length", queued=nq, limit=2 * max(20, nr))
+        elif nq > queue_length_limit(nr):
+            c.remove("queue_length", queued=nq, limit=queue_length_limit(nr))
         elif st["too_many"]:
             c.remove(
                 "stabilizer",

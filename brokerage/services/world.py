@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 
 from django.db.models import Count, F, Max, Sum
 
-from brokerage import production
+from brokerage import analysis, production
 from brokerage.models import (
     Dataset,
     NetworkLink,
@@ -21,7 +21,7 @@ from brokerage.models import (
 )
 from brokerage.network import LinkData
 from core import clock, gdpconfig
-from matcher.lifecycle import CLAIMED_STATES, PRE_MATCH_STATES, STARTED_STATES
+from matcher.lifecycle import CLAIMED_STATES, PRE_MATCH_STATES, QUEUED_STATES, STARTED_STATES
 from matcher.models import FINAL_STATES, Job, JobStatus
 from pilots.models import Pilot, PilotStatus
 
@@ -174,6 +174,25 @@ def load_queues(now=None) -> list[PandaQueue]:
         q.last_pilot = _later(q.last_pilot, last_pilot.get(q.site.name))
         q.last_start = _later(q.last_start, last_start.get(q.site.name))
     return queues
+
+
+def queue_standing(q) -> dict:
+    """A loaded queue's numbers as every page shows them (load_queues): its running jobs (those
+    counted at it), its queued ones (PanDA's nQueue: defined, assigned, activated, starting),
+    the live pilots at its site, the running figure the production weight uses (the largest of
+    running, min(pilots, 20), numSlots: production.effective_running) and, for an analysis
+    queue, the queue length past which the analysis brokerage skips it."""
+    running = q.counts.get(JobStatus.RUNNING, 0)
+    used, source = production.effective_running(q)
+    analysis_queue = q.queue_type in analysis.ANALYSIS_TYPES
+    return {
+        "running": running,
+        "queued": sum(q.counts.get(s, 0) for s in QUEUED_STATES),
+        "pilots": q.n_batch_jobs,
+        "running_used": used,
+        "running_from": source,
+        "queue_length_limit": analysis.queue_length_limit(running) if analysis_queue else None,
+    }
 
 
 def _later(a, b):

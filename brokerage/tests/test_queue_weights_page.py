@@ -35,7 +35,7 @@ def test_the_page_shows_each_queues_basic_weight_from_the_rules(brokered, client
     for r in rows:
         weight, factors = expected[r["queue"].name]
         assert r["weight"] == pytest.approx(weight)
-        assert (r["running"], r["running_from"], r["many_assigned"]) == (
+        assert (r["running_used"], r["running_from"], r["many_assigned"]) == (
             factors["running"],
             factors["running_from"],
             factors["manyAssigned"],

@@ -160,8 +160,8 @@ def queue_weights(request):
             {
                 "queue": q,
                 "counts": q.counts,
-                "running": factors["running"],
-                "running_from": factors["running_from"],
+                # The numbers the analysis page and the brokers' traces read (world).
+                **world.queue_standing(q),
                 "many_assigned": factors["manyAssigned"],
                 "weight": weight,
             }
@@ -228,6 +228,9 @@ def analysis_user(request):
     owner_counts = analysis_services.queue_owner_counts(queues)
     trr = analysis_services.to_running_rates(queues, clock.now())
     rows = analysis_services.stabilizer_table(user.pk, queues, owner_counts, trr, params)
+    for row in rows:
+        # The queue's own limit, which the brokerage's queue_length check compares nQ with.
+        row["queue_length_limit"] = world.queue_standing(row["queue"])["queue_length_limit"]
     tasks = Task.objects.visible_to(request.user).filter(owner=user, kind=Task.Kind.ANALYSIS)[:20]
     return render(
         request,
