@@ -12,13 +12,19 @@
    PostgreSQL the draw and the claim are one statement.
 4. A TaskQueue whose last job was claimed is dropped after the answer
    (services/housekeeping.py), and its group's priorities are recomputed after that.
+
+Before 1, the resource as the matcher takes it (`as_matched`): its CPU time floored to the CPU
+segments (a pilot asks with the time it has left, a new value every time), and, where
+PayloadTags route jobs with an executable to the pilots that offer those tags, such a pilot
+requires them: it takes only jobs with an executable, never the work any pilot can do (on the
+demo, the local worker node's real pilots leave the simulated jobs to the simulated CEs).
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import DatabaseError, transaction
 from django.db.models import Sum
@@ -60,10 +66,27 @@ def stats() -> dict:
     return out
 
 
+def payload_only_tags(offered) -> frozenset[str]:
+    """The PayloadTags a resource offering `offered` requires: those it offers (none when it
+    offers none, or the wildcard)."""
+    if matching.is_any(offered):
+        return frozenset()
+    return frozenset(gdpconfig.get("PayloadTags")) & frozenset(offered)
+
+
+def as_matched(resource: matching.Resource) -> matching.Resource:
+    """The resource as the matcher takes it (see the module's docstring)."""
+    cpu = matching.cpu_time_floor(resource.cpu_time, gdpconfig.get("CPUSegments"))
+    required = resource.required_tags | payload_only_tags(resource.tags)
+    if cpu == resource.cpu_time and required == resource.required_tags:
+        return resource
+    return replace(resource, cpu_time=cpu, required_tags=required)
+
+
 def matching_taskqueues(resource: matching.Resource) -> list[matching.TQ]:
     """The TaskQueues the resource may take, highest CPU segment first, by id inside one."""
     out = []
-    for race in view.races_for(resource):
+    for race in view.races_for(as_matched(resource)):
         out += [view.definition(tq_id) for tq_id in sorted(race.ids)]
     return [tq for tq in out if tq is not None]
 
@@ -78,6 +101,7 @@ def match_job(
     """Give the resource one job, or None when no waiting job fits it. The job is bound to
     the pilot `pilot_id` (pilot_registry.resolve_pilot): only its credential reports on it."""
     rng = rng or _rng
+    resource = as_matched(resource)
     mode = mode or gdpconfig.get("MatchDrawMode")
     by_segment = gdpconfig.get("MatchCPUSegmentPrecedence")
     exhausted: list[int] = []
@@ -150,9 +174,11 @@ def active_ces():
 
 
 def ce_resources():
-    """A resource description per active computing element, as its pilots would present it."""
+    """A resource description per active computing element, as its pilots would present it
+    (and the matcher take it: a CE offering PayloadTags requires them)."""
     for ce in active_ces():
-        yield ce.site.name, ce.name, matching.ce_resource(ce)
+        required = payload_only_tags(ce.tags)
+        yield ce.site.name, ce.name, matching.ce_resource(ce, required_tags=required)
 
 
 def analyse_job(job: Job) -> dict:

@@ -3,9 +3,11 @@ to draw, which UserPriority wins inside it. No database here; services.py feeds 
 
 Rules (docs/developer-guide.md, TaskQueues and matching): owner group and DN for private pilots,
 Setup, CPU segment <= the resource's CPU time, pilot type, site accepted and not banned, Grid CE,
-platform, tags (the resource must offer every tag the TaskQueue requires). An empty list on the
-TaskQueue means "no restriction"; the value "any" (any case) on the resource side is a wildcard.
-A resource that names no value for a restricted field does not match it: only "any" is a wildcard.
+platform, tags (the resource must offer every tag the TaskQueue requires), and the resource's
+required tags (DIRAC's RequiredTag: the TaskQueue must require every one of them). An empty list
+on the TaskQueue means "no restriction"; the value "any" (any case) on the resource side is a
+wildcard. A resource that names no value for a restricted field does not match it: only "any" is
+a wildcard.
 """
 
 from __future__ import annotations
@@ -65,6 +67,21 @@ class Resource:
     owner_id: int | None = None
     owner_group_id: int | None = None
     private: bool = False
+    # DIRAC's RequiredTag: the resource takes only TaskQueues that require each of these (a
+    # worker node kept for one kind of work, e.g. real payloads where simulated pilots run too).
+    required_tags: frozenset[str] = frozenset()
+
+
+def cpu_time_floor(cpu_time: int, segments: Sequence[int]) -> int:
+    """The resource's CPU time as the CPUTime rule sees it: down to the highest segment it
+    reaches (0 below the first); above the last, as it is. A pilot that tells the time it has
+    left asks with a new value each time; floored, pilots of one CE ask alike again. Never more
+    TaskQueues than the exact value takes (one left from an older segmentation, between two
+    segments, may be missed: it goes to a pilot with more time)."""
+    if not segments or cpu_time >= segments[-1]:
+        return cpu_time
+    reached = [s for s in segments if s <= cpu_time]
+    return reached[-1] if reached else 0
 
 
 def ce_resource(
@@ -72,12 +89,13 @@ def ce_resource(
     private: bool | None = None,
     owner_id: int | None = None,
     owner_group_id: int | None = None,
+    required_tags: Iterable[str] = (),
 ) -> Resource:
     """What a pilot on a computing element presents: the CE's site, name, CPU time limit,
-    platforms and tags, any Setup. `private` None: any pilot (pilot type "any", no owner), the
-    CE as the job analysis lists it; True: a private pilot of that owner and group; False: a
-    generic pilot (the owner is then ignored). `ce` is a ComputingElement with its site loaded
-    (read as plain attributes: no database here)."""
+    platforms and tags (and the tags it requires), any Setup. `private` None: any pilot (pilot
+    type "any", no owner), the CE as the job analysis lists it; True: a private pilot of that
+    owner and group; False: a generic pilot (the owner is then ignored). `ce` is a
+    ComputingElement with its site loaded (read as plain attributes: no database here)."""
     pilot_type = "any" if private is None else "private" if private else "generic"
     return Resource(
         site=ce.site.name,
@@ -90,6 +108,7 @@ def ce_resource(
         owner_id=owner_id if private else None,
         owner_group_id=owner_group_id if private else None,
         private=bool(private),
+        required_tags=frozenset(required_tags),
     )
 
 
@@ -157,6 +176,11 @@ def first_failing_rule(tq: TQ, r: Resource) -> tuple[str, str] | None:
         )
     if tq.tags and not is_any(r.tags) and not tq.tags <= r.tags:
         return ("Tag", f"resource lacks tags {_listed(tq.tags - r.tags)}")
+    if r.required_tags and not r.required_tags <= tq.tags:
+        return (
+            "RequiredTag",
+            f"the resource takes only TaskQueues requiring {_listed(r.required_tags)}",
+        )
     return None
 
 

@@ -91,6 +91,11 @@ USERS = [
 # pool, whose pilots this director does not send (SubmitPoolBackends: external), so they wait
 # for the pilot you start by hand with tester's credential, and for no other.
 EXAMPLE_USER = "tester"
+# The demo's PanDA users: their tasks' jobs (UserPriority 1) wait in their owners' TaskQueues,
+# whose priority a user's share splits by UserPriority among them all. Behind a backlog of the
+# demo's waiting jobs (UserPriority 1 to 5) they got a few per cent of it and never ran, so
+# these users own no waiting DIRAC job (simulation.services, PanDA arrivals).
+PANDA_USERS = ("carol", "erin")
 EXAMPLE_JOB = {
     "name": "site-test.ce503",
     "cpu_time": 600,
@@ -165,11 +170,13 @@ def create_world() -> dict:
                 "description": description,
             },
         )
-    users = [_user(name, groups, gnames) for name, gnames in USERS]
+    # An address each (the console mail backend prints what is sent): e-mail notices work.
+    users = [_user(name, groups, gnames, email=f"{name}@example.org") for name, gnames in USERS]
     admin = _user(
         "admin",
         groups,
         ["lhcb_user"],
+        email="admin@example.org",
         is_staff=True,
         is_superuser=True,
         password=ADMIN_PASSWORD,
@@ -211,33 +218,49 @@ def world_is_empty() -> bool:
 # The demo's one real worker node: this machine. Jobs with an executable need the "payload" tag
 # (PayloadTags) and go to the Local pool (PayloadSubmitPools), whose backend starts the real
 # pilot client here; the simulated pilots never come to this CE (no waiting slots for them), and
-# none of them offers the tag, so no simulated pilot "runs" a payload.
+# none of them offers the tag, so no simulated pilot "runs" a payload. The real pilots offer it,
+# so they require it (matcher.dispatcher.as_matched): they take only jobs with an executable and
+# leave the simulated jobs to the simulated CEs.
 LOCAL_SITE = "DIRAC.Local.ch"
 LOCAL_CE = "localhost"
 PAYLOAD_TAG = "payload"
-LOCAL_PARAMETERS = {"PayloadTags": [PAYLOAD_TAG], "PayloadSubmitPools": ["Local"]}
+# The local pilots' lifetime. A pilot offers the CPU time it has left and takes only a job whose
+# CPU segment that covers: with the seed's segments, a job of up to 500 s CPU time during a
+# pilot's first 3,100 s (the user guide's 60 s job among them). A pilot with no job to take
+# ends at once; the director starts new ones each minute for the jobs waiting.
+LOCAL_PILOT_SECONDS = 3600
+LOCAL_PARAMETERS = {
+    "PayloadTags": [PAYLOAD_TAG],
+    "PayloadSubmitPools": ["Local"],
+    "LocalPilotMaxSeconds": LOCAL_PILOT_SECONDS,
+}
 
 
 def local_worker_node(url: str = "") -> ComputingElement:
     """The local CE that real pilot processes serve, and the parameters that route jobs with an
     executable to it (an operator's later change of them stays); `url`: where those pilots
-    reach this server (LocalPilotURL)."""
+    reach this server (LocalPilotURL). The CE's CPU time limit is its pilots' lifetime
+    (LocalPilotMaxSeconds): what the job analysis shows is what its pilots can take."""
     site, _ = Site.objects.get_or_create(name=LOCAL_SITE)
-    ce, _ = ComputingElement.objects.get_or_create(
+    for name, value in {**LOCAL_PARAMETERS, **({"LocalPilotURL": url} if url else {})}.items():
+        if name == "LocalPilotURL" or not ParameterValue.objects.filter(name=name).exists():
+            gdpconfig.set_value(name, value, comment="the demo's local worker node")
+    lifetime = gdpconfig.get("LocalPilotMaxSeconds")
+    ce, created = ComputingElement.objects.get_or_create(
         name=LOCAL_CE,
         defaults={
             "site": site,
             "ce_type": "Local",
-            "cpu_time_limit": 86400,
+            "cpu_time_limit": lifetime,
             "platforms": [],
             "tags": [PAYLOAD_TAG],
             "max_waiting_pilots": 0,
             "max_running_pilots": 4,
         },
     )
-    for name, value in {**LOCAL_PARAMETERS, **({"LocalPilotURL": url} if url else {})}.items():
-        if name == "LocalPilotURL" or not ParameterValue.objects.filter(name=name).exists():
-            gdpconfig.set_value(name, value, comment="the demo's local worker node")
+    if not created and ce.cpu_time_limit != lifetime:
+        ce.cpu_time_limit = lifetime
+        ce.save(update_fields=["cpu_time_limit"])
     return ce
 
 
@@ -315,7 +338,7 @@ def job_templates(seed: int = 2026) -> list:
         return {"sites": rng.sample(able, rng.randint(1, min(3, len(able))))}
 
     return bulk.make_templates(
-        random.Random(seed), requirements=requirements, exclude_owners=[EXAMPLE_USER]
+        random.Random(seed), requirements=requirements, exclude_owners=[EXAMPLE_USER, *PANDA_USERS]
     )
 
 

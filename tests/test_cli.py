@@ -651,7 +651,7 @@ def test_a_real_pilot_runs_the_payload_and_its_outputs_reach_the_owner_only(alic
     token = Token.objects.get(user=users["pilot"]).key
     subprocess.run(
         [sys.executable, "manage.py", "pilot", "--url", alice.url, "--token", token,
-         "--site", "LCG.CERN.ch", "--ce", "ce504.cern.ch", "--max-seconds", "60"],
+         "--site", "LCG.CERN.ch", "--ce", "ce504.cern.ch", "--max-seconds", "600"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     detail = json.loads(alice("status", str(job_id), "--json").stdout)[0]
@@ -682,7 +682,7 @@ def test_a_payload_past_its_limit_is_killed_and_its_job_fails_saying_so(alice, u
     job = {"executable": sys.executable, "arguments": ["-c", sleeper], **WAITING_JOB}
     [job_id] = alice.submit({**job, "cpu_time": 2})
     token = Token.objects.get(user=users["pilot"]).key
-    subprocess.run(_pilot_process(alice.url, token, "--max-seconds", "60"),
+    subprocess.run(_pilot_process(alice.url, token, "--max-seconds", "600"),
                    cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
     detail = _status(alice, job_id)
     assert detail["status"] == "failed"
@@ -704,7 +704,7 @@ def test_a_running_payload_killed_by_its_owner_stops_at_the_next_heartbeat(alice
     }
     [job_id] = alice.submit(job)
     token = Token.objects.get(user=users["pilot"]).key
-    pilot = subprocess.Popen(_pilot_process(alice.url, token, "--max-seconds", "120"), cwd=ROOT,
+    pilot = subprocess.Popen(_pilot_process(alice.url, token, "--max-seconds", "600"), cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 60

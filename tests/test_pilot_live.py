@@ -33,7 +33,7 @@ def test_the_local_backend_starts_real_pilots_that_finish_jobs(live_server, subm
     gdpconfig.set_value("DefaultSubmitPools", ["Local"])
     gdpconfig.set_value("pilotsPerIteration", 2.0)
     gdpconfig.set_value("LocalPilotURL", live_server.url)
-    gdpconfig.set_value("LocalPilotMaxSeconds", 60)
+    gdpconfig.set_value("LocalPilotMaxSeconds", 600)  # covers the 500 s CPU segment
     run = run_cycle("director")
     assert run.status == "success", run.error
     assert Pilot.objects.filter(grid_type="Local").exists()
@@ -69,7 +69,7 @@ def test_a_pilot_run_by_hand_reports_only_its_own_jobs(live_server, submit, user
             "--ce",
             "ce504.cern.ch",
             "--max-seconds",
-            "60",
+            "600",  # its time left covers the job's CPU segment (500 s)
         ],
         cwd=ROOT,
         capture_output=True,
@@ -101,7 +101,7 @@ def test_the_demos_local_worker_node_runs_a_newcomers_hello_job(live_server, use
 
     local_worker_node(live_server.url)
     gdpconfig.set_value("PrivatePilotFraction", 0.0)
-    gdpconfig.set_value("LocalPilotMaxSeconds", 60)
+    gdpconfig.set_value("LocalPilotMaxSeconds", 600)  # covers the 500 s CPU segment
     alice = api(users["alice"])
     answer = alice.post(
         "/api/v1/jobs/",

@@ -13,7 +13,12 @@ from rest_framework.response import Response
 
 from api.core.codec import JsonOnlyNegotiation, OrjsonRenderer
 from api.core.export import ExportMixin
-from api.core.fields import RejectUnknownFieldsMixin, StrictCharField, StrictIntegerField
+from api.core.fields import (
+    RejectUnknownFieldsMixin,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+)
 from api.matcher import resources as r
 from api.pilots.access import pilot_job as _pilot_job
 from api.shares.mixins import VisibleToUserMixin
@@ -21,6 +26,7 @@ from core import metrics
 from matcher import topology
 from matcher.lifecycle import FINAL_STATES
 from matcher.models import RESULT_FIELDS, JobStatus
+from matcher.services import jobs as job_moves
 from pilots import registry as pilot_registry
 from pilots import services as service
 from pilots.models import Pilot, PilotStatus
@@ -114,6 +120,24 @@ class JobReportSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     wall_seconds = NonNegativeFloatField(required=False, min_value=0, max_value=1e12)
     peak_memory_kb = StrictIntegerField(required=False, min_value=0, max_value=2**62)
     hostname = StrictCharField(max_length=255, required=False, allow_blank=True)
+    output_truncated = StrictCharField(
+        max_length=1024,
+        required=False,
+        allow_blank=True,
+        help_text="What of the outputs the pilot cut or left out to fit MaxOutputSandboxBytes, "
+        "or why none went up; absent or empty when everything is there.",
+    )
+    pilot_failure = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="With failed: the pilot stopped the payload for a reason of its own (its "
+        "lifetime ended), not the job's. The job is rescheduled, the reason in its history.",
+    )
+
+    def validate(self, attrs):
+        if attrs.get("pilot_failure") and attrs["status"] != JobStatus.FAILED:
+            raise serializers.ValidationError({"pilot_failure": ["Only with status failed."]})
+        return attrs
 
 
 class HeartbeatSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
@@ -205,6 +229,8 @@ class JobReportsMixin:
         data = body.validated_data
         job, pilot_id = _pilot_job(request, pk, data["pilot_reference"])
         results = {k: data[k] for k in RESULT_FIELDS if k in data}
+        if data["pilot_failure"]:
+            return self._pilot_failure(job.pk, data["reason"], pilot_id, results)
         try:
             with transaction.atomic():
                 job = service.report_job(
@@ -214,6 +240,17 @@ class JobReportsMixin:
                     sandboxes.complete_outputs(job.pk)
         except service.PilotError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response({"id": job.pk, "status": job.status})
+
+    def _pilot_failure(self, job_id: int, reason: str, pilot_id, results: dict) -> Response:
+        """The job goes back to wait (or fails at MaxRescheduling, when its outputs so far are
+        shown)."""
+        try:
+            job = job_moves.report_pilot_failure(job_id, reason, pilot_id, results)
+        except (job_moves.NotHeld, job_moves.MoveRefused) as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        if job.status in FINAL_STATES:
+            sandboxes.complete_outputs(job.pk)
         return Response({"id": job.pk, "status": job.status})
 
     @extend_schema(

@@ -1,6 +1,7 @@
 """What moves a job once it exists, in the grid's words: brokerage placing it or holding it
 back, its owner or staff killing or rescheduling it, its pilot reporting on it and sending
-heartbeats, and the retention cycle purging it when old. Each through
+heartbeats (a pilot failure sends the job back to wait), and the retention cycle purging it
+when old. Each through
 matcher.services.moves (one lock order, checked against matcher.lifecycle, a history row per
 move, TaskQueue membership kept exact).
 """
@@ -221,6 +222,7 @@ FRESH_RESULTS = {
     "wall_seconds": None,
     "peak_memory_kb": None,
     "hostname": "",
+    "output_truncated": "",
     "kill_requested": False,
     "output_tail": "",
 }
@@ -278,6 +280,55 @@ def report_job(
         if not moves.permitted(moves.PILOT_REPORT, job.status, to):
             raise MoveRefused(f"job {job_id} is {job.status}, it cannot become {to}")
         moves.move_job(job, to, reason, by=moves.PILOT_REPORT, now=now, heartbeat=now, **results)
+    return job
+
+
+def report_pilot_failure(
+    job_id: int, reason: str, pilot_id: int | None = None, results: dict | None = None
+) -> Job:
+    """The job's pilot stopped its payload for a reason of its own, not the job's (its
+    lifetime ended): a pilot failure. The job is rescheduled automatically (lifecycle's
+    "reschedule" move): back to wait in its TaskQueue, the pilot's claim revoked, this
+    attempt's results cleared, the pilot's `reason` in its history and status reason. At
+    MaxRescheduling it fails instead, with that reason. With a `pilot_id`, only while that
+    pilot holds the job (NotHeld); from a state a pilot does not hold it in, MoveRefused.
+    Its own transaction (retried on a lost race, as a reschedule); `results` are kept only
+    when the job fails."""
+    results = {k: v for k, v in (results or {}).items() if k in RESULT_FIELDS}
+    why = reason or "pilot failure"
+
+    def attempt() -> tuple[Job, int | None]:
+        now = clock.now()
+        with transaction.atomic():
+            job = moves.lock_job(job_id, related=())
+            if pilot_id is not None and job.pilot_id != pilot_id:
+                raise NotHeld(job_id, pilot_id)
+            if job.status not in CLAIMED_STATES:
+                raise MoveRefused(f"job {job_id} is {job.status}: no pilot holds it")
+            limit = gdpconfig.get("MaxRescheduling")
+            if job.reschedule_count >= limit:
+                failed = f"{why}; not rescheduled: MaxRescheduling ({limit}) reached"
+                moves.move_job(
+                    job, FAILED, failed, by=moves.PILOT_REPORT, now=now, heartbeat=now, **results
+                )
+                return job, None
+            left = moves.move_job(
+                job,
+                ACTIVATED,
+                f"{why}; rescheduled automatically, pilot {job.pilot_reference}'s claim revoked",
+                by=moves.RESCHEDULE,
+                now=now,
+                site="",
+                grid_ce="",
+                pilot_reference="",
+                pilot=None,
+                reschedule_count=job.reschedule_count + 1,
+                **FRESH_RESULTS,
+            )
+            return job, left
+
+    job, left = moves.retry_on_race(attempt)
+    housekeeping.drop_if_empty([left])
     return job
 
 

@@ -12,8 +12,10 @@
    (`sandbox.output_tail`). A heartbeat answered `{"commands": ["kill"]}` stops the payload, and
    the job is reported `cancelled`, "killed on request". Past its wall-clock limit
    (min(`wall_limit_seconds`, the pilot's time left)) it is stopped too, and the job is reported
-   `failed`, "killed: over its wall-clock limit of N s". Stopping is SIGTERM to the whole group,
-   then SIGKILL after a short grace.
+   `failed`, "killed: over its wall-clock limit of N s"; when the pilot's time left was the
+   lesser, the pilot failed, not the job: it is reported `failed` with `pilot_failure` and
+   LIFETIME_ENDED as its reason, nothing uploaded (the server reschedules it). Stopping is
+   SIGTERM to the whole group, then SIGKILL after a short grace.
 4. When the payload's main process ends, whatever it left running in its process group is
    killed (nothing of a job outlives it on the node; a process that made itself a new session
    escapes this). Then the output sandbox (stdout, stderr, the files the `output_sandbox`
@@ -60,6 +62,8 @@ DEFAULT_STDOUT = "std.out"
 DEFAULT_STDERR = "std.err"
 FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin"
 POLL = 0.05  # seconds between looks at the running payload
+# The reason of a job stopped because the pilot's own lifetime ended (a pilot failure).
+LIFETIME_ENDED = "pilot failure: the pilot's lifetime ended"
 
 
 def log_to_stderr(message: str) -> None:
@@ -122,6 +126,7 @@ class Outcome:
     hostname: str = field(default_factory=socket.gethostname)
     uploaded: list[str] = field(default_factory=list)
     reported: bool = False
+    pilot_failure: bool = False  # stopped because the pilot's lifetime ended, not the job's
 
     @property
     def ok(self) -> bool:
@@ -141,6 +146,8 @@ class Outcome:
             body["exit_code"] = self.exit_code
         if self.application_status is not None:
             body["application_status"] = self.application_status
+        if self.pilot_failure:
+            body["pilot_failure"] = True
         return body
 
 
@@ -191,6 +198,8 @@ def _run_in(
     if refused:
         return Outcome("failed", refused), False
     outcome = execute(client, path, reference, payload, workdir, options)
+    if outcome.pilot_failure:  # the job runs again elsewhere: nothing of this attempt is kept
+        return outcome, True
     outcome.uploaded, problem = upload_outputs(client, path, reference, payload, workdir, options)
     if problem:
         outcome.reason = f"{outcome.reason}; {problem}"
@@ -458,8 +467,9 @@ def execute(
             f.write(f"gridwms pilot: {exc.reason}\n".encode())
         return Outcome("failed", exc.reason, exit_code=exc.code)
     wall_limit = payload.wall_limit_seconds
-    limit = min(math.inf if wall_limit is None else wall_limit, options.deadline - running.started)
-    limit = max(0.0, limit)
+    own = math.inf if wall_limit is None else wall_limit
+    pilot_ends = options.deadline - running.started < own  # the pilot's time is the limit
+    limit = max(0.0, min(own, options.deadline - running.started))
     options.log(f"{path}: started {argv[0]!r} as pid {running.pid}, limit {_seconds(limit)} s")
     beats = Heartbeats(client, f"{path}/heartbeat/", reference, options.heartbeat, out, options.log)
     beats.start()
@@ -472,6 +482,10 @@ def execute(
     measured = running.measured()
     if cause == "kill":
         status, reason = "cancelled", "killed on request"
+    elif cause == "wall" and pilot_ends:
+        reason = f"{LIFETIME_ENDED} {_seconds(limit)} s into the payload (its own limit: "
+        reason += f"{_seconds(own)} s)"
+        return Outcome("failed", reason, pilot_failure=True, **measured)
     elif cause == "wall":
         status, reason = "failed", f"killed: over its wall-clock limit of {_seconds(limit)} s"
     elif running.signal_name:

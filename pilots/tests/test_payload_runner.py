@@ -281,14 +281,19 @@ def test_a_payload_past_its_limit_is_killed_with_its_whole_process_group(grid, o
     assert not alive(grandchild)
 
 
-def test_the_pilots_own_time_left_bounds_the_payloads_wall_clock_limit(grid, options):
+def test_a_payload_stopped_as_the_pilots_lifetime_ends_is_reported_a_pilot_failure(grid, options):
     options.deadline = time.monotonic() + 2
-    run_job(grid.client, a_job(executable="sleep", arguments=["60"]), REFERENCE, options)
+    outcome = run_job(grid.client, a_job(executable="sleep", arguments=["60"]), REFERENCE, options)
 
     report = final(grid)
-    limit = re.fullmatch(r"killed: over its wall-clock limit of ([\d.]+) s", report["reason"])
-    assert report["status"] == "failed" and limit and float(limit[1]) <= 2
+    ended = re.fullmatch(
+        r"pilot failure: the pilot's lifetime ended ([\d.]+) s .*", report["reason"]
+    )
+    assert report["status"] == "failed" and report["pilot_failure"] is True
+    assert ended and float(ended[1]) <= 2 and outcome.pilot_failure
+    assert "over its wall-clock limit" not in report["reason"]
     assert report["exit_code"] == 128 + 15  # sleep obeys SIGTERM
+    assert not grid.of("output")  # nothing of an attempt that runs again elsewhere
 
 
 TICKING_SCRIPT = """

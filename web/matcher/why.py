@@ -13,7 +13,7 @@ from matcher.models import FINAL_STATES, Job, JobStatus, TaskQueue
 from web.brokerage.why import brokerage_parts
 from web.classads.why import classad_parts
 from web.matcher.why_part import Part
-from web.pilots.why import director_part, pilots_for
+from web.pilots.why import director_part, pilots_at_work, pilots_for
 
 # Parts that come before matching: the placement before a job reaches a TaskQueue.
 BEFORE_MATCHING = (brokerage_parts, classad_parts)
@@ -89,6 +89,15 @@ def matching_part(job: Job, analysis: dict) -> Part | None:
     part = Part("Matching", blocking=n == 0)
     if n:
         part.add(f"Pilots of {n} computing element{'s' if n != 1 else ''} can take it.")
+        tq = dispatcher.definition_of(analysis["task_queue"])
+        if tq is not None:
+            part.add(
+                f"A pilot takes it only with at least {tq.cpu_time:,} s of CPU time left "
+                "(its TaskQueue's CPU segment): pilots ask with the time they have left."
+            )
+        able = [(row["site"], row["ce"]) for row in analysis["ces"] if row["matches"]]
+        for text, url in pilots_at_work(job, able):
+            part.add(text, url)
     else:
         from web.matcher.selectors import job_warnings
 

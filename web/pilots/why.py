@@ -1,11 +1,18 @@
 """What the pilots area adds to the matcher's job and TaskQueue pages: its part of "why is my job
-not running?" (web.matcher.why: the director's latest decisions for the job's TaskQueue and the
-pilots waiting for it), and the job's pilot and the TaskQueue's pilots (web.matcher.selectors)."""
+not running?" (web.matcher.why: the director's latest decisions for the job's TaskQueue, the
+pilots waiting for it, and what the pilots that could take it are doing), and the job's pilot and
+the TaskQueue's pilots (web.matcher.selectors)."""
 
 from __future__ import annotations
 
+from collections import Counter
+from urllib.parse import urlencode
+
+from django.db.models import Q
+
 from core import clock
 from core.models import CycleRun
+from matcher.lifecycle import CLAIMED_STATES
 from matcher.models import Job, JobStatus, TaskQueue
 from pilots import director
 from pilots.models import PILOT_WAITING_STATES, DirectorDecision, Pilot, PilotStatus
@@ -19,6 +26,67 @@ def pilots_for(tq: TaskQueue) -> tuple[str, str]:
     running = Pilot.objects.filter(task_queue_id=tq.pk, status=PilotStatus.RUNNING).count()
     text = f"{pilots} pilot{'s' if pilots != 1 else ''} submitted for it wait at their CEs"
     return text + (f"; {running} run." if running else "."), f"/pilots/?task_queue={tq.pk}"
+
+
+AT_WORK_CES = 5  # CEs named, the busiest first; the rest summed up
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def pilots_at_work(job: Job, ces: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """What the running pilots at `ces` ((site, CE) whose pilots may take the job) are doing,
+    a line (text, the pilots page's link) per CE: "5 pilots run at DIRAC.Local.ch / localhost,
+    all running other users' jobs". Private pilots of another group (which could not take it)
+    are left out. A pilot between jobs either asks for one now or is ending: one with less
+    time left than the job's CPU segment does not take it."""
+    names = {ce for _site, ce in ces}
+    if not names:
+        return []
+    group = job.owner_group.name if job.owner_group_id else ""
+    running = dict(
+        Pilot.objects.filter(status=PilotStatus.RUNNING, ce__in=names)
+        .exclude(Q(private=True) & ~Q(owner_group=group))
+        .values_list("pk", "ce")
+    )
+    if not running:
+        text = "No pilot runs at the computing elements that can take it: it waits for the "
+        return [(text + "director to send some.", "")]
+    held = Job.objects.filter(pilot_id__in=list(running), status__in=CLAIMED_STATES)
+    owner_of = dict(held.values_list("pilot_id", "owner_id"))
+    site_of = {ce: site for site, ce in ces}
+    per_ce: dict[str, Counter] = {}
+    for pilot_id, ce in running.items():
+        owner = owner_of.get(pilot_id)
+        doing = "idle" if owner is None else "own" if owner == job.owner_id else "others"
+        per_ce.setdefault(ce, Counter())[doing] += 1
+    busiest = sorted(per_ce, key=lambda ce: (-sum(per_ce[ce].values()), ce))
+    owner_name = job.owner.username if job.owner_id else "its owner"
+    out = []
+    for ce in busiest[:AT_WORK_CES]:
+        counts = per_ce[ce]
+        n = sum(counts.values())
+        words = {
+            "others": "running other users' jobs",
+            "own": f"running {owner_name}'s other jobs",
+            "idle": "between jobs (asking for one, or ending)",
+        }
+        doing = [(counts[k], words[k]) for k in ("others", "own", "idle") if counts[k]]
+        if len(doing) == 1:
+            what = f"all {doing[0][1]}" if n > 1 else doing[0][1]
+        else:
+            what = ", ".join(f"{k} {text}" for k, text in doing)
+        runs = "runs" if n == 1 else "run"
+        url = "/pilots/?" + urlencode({"status": PilotStatus.RUNNING, "ce": ce})
+        out.append((f"{_plural(n, 'pilot')} {runs} at {site_of[ce]} / {ce}, {what}.", url))
+    rest = busiest[AT_WORK_CES:]
+    if rest:
+        more = sum(sum(per_ce[ce].values()) for ce in rest)
+        runs = "runs" if more == 1 else "run"
+        text = f"{_plural(more, 'more pilot')} {runs} at {_plural(len(rest), 'other CE')}."
+        out.append((text, ""))
+    return out
 
 
 def director_part(job: Job) -> Part | None:

@@ -4,6 +4,12 @@ It registers itself, presents its resource description to /api/v1/match/, report
 starting and running, sends heartbeats while the payload runs, reports the job finished or
 failed, and asks again until no job fits or its time is up.
 
+It tells the truth about its time: each match request offers the CPU time it has left (the
+lesser of --cpu-time and its lifetime, --max-seconds, less the time elapsed), so that it is
+given only jobs whose CPU time it can cover. A job it must stop because its own lifetime ends
+is a pilot failure, not the job's: it is reported failed with `pilot_failure` (the server
+reschedules it), and the pilot ends Failed, saying which jobs it lost so.
+
 A job whose match answer carries a `payload` (an executable, its sandboxes, its limit) is run
 by pilots/client/payload.py, which imports nothing of Django (this command is only its entry
 point): inputs downloaded, the executable run in a fresh working directory under --workdir,
@@ -26,6 +32,9 @@ from pilots.client.transport import Client
 
 __all__ = ["Client", "Command"]
 
+DONE, FAILED, LOST = "done", "failed", "lost"
+LIFETIME_ENDED = payloads.LIFETIME_ENDED
+
 
 class Command(BaseCommand):
     help = "Run a pilot: ask gridwms for jobs over HTTP and run them."
@@ -36,7 +45,12 @@ class Command(BaseCommand):
         parser.add_argument("--site", required=True)
         parser.add_argument("--ce", default="")
         parser.add_argument("--reference", default="", help="default: a new unique one")
-        parser.add_argument("--cpu-time", type=int, default=86400)
+        parser.add_argument(
+            "--cpu-time",
+            type=int,
+            default=86400,
+            help="the CE's CPU time limit: the pilot offers the lesser of this and its time left",
+        )
         parser.add_argument("--platform", action="append", default=[])
         parser.add_argument("--tag", action="append", default=[])
         parser.add_argument("--setup", default="")
@@ -72,7 +86,7 @@ class Command(BaseCommand):
             raise CommandError(f"could not register pilot {reference}: {status} {body}")
         pilot_path = f"/api/v1/pilots/{body['id']}/status/"
         client.post(pilot_path, {"status": "Running"})
-        resource = {"site": o["site"], "cpu_time": o["cpu_time"], "pilot_reference": reference}
+        resource = {"site": o["site"], "pilot_reference": reference}
         if o["ce"]:
             resource["grid_ce"] = o["ce"]
         if o["platform"]:
@@ -82,20 +96,36 @@ class Command(BaseCommand):
         if o["setup"]:
             resource["setup"] = o["setup"]
         done = failed = 0
-        while done + failed < o["max_jobs"] and time.monotonic() < deadline:
+        lost: list[int] = []  # jobs stopped because this pilot's lifetime ended
+        while done + failed + len(lost) < o["max_jobs"]:
+            left = int(deadline - time.monotonic())
+            if left < 1:
+                break
+            resource["cpu_time"] = min(o["cpu_time"], left)
             status, job = client.post("/api/v1/match/", resource)
             if status == 204:
                 break
             if status != 200:
                 raise CommandError(f"match answered {status}: {job}")
-            ok = self._run(client, job, reference, deadline, o)
-            done += ok
-            failed += not ok
-        final = "Done"
-        client.post(pilot_path, {"status": final, "reason": f"ran {done} jobs, {failed} failed"})
-        self.stdout.write(f"pilot {reference}: {done} jobs done, {failed} failed")
+            outcome = self._run(client, job, reference, deadline, o)
+            if outcome == LOST:
+                lost.append(job["id"])
+            done += outcome == DONE
+            failed += outcome == FAILED
+        ran = f"ran {done} jobs, {failed} failed"
+        if lost:
+            jobs = ", ".join(str(j) for j in lost)
+            final, reason = "Failed", f"{LIFETIME_ENDED} during job {jobs} (rescheduled); {ran}"
+        else:
+            final, reason = "Done", ran
+        client.post(pilot_path, {"status": final, "reason": reason})
+        self.stdout.write(
+            f"pilot {reference}: {done} jobs done, {failed} failed"
+            + (f", {len(lost)} lost at the end of its lifetime" if lost else "")
+        )
 
-    def _run(self, client: Client, job: dict, reference: str, deadline: float, o) -> bool:
+    def _run(self, client: Client, job: dict, reference: str, deadline: float, o) -> str:
+        """Run one job: DONE, FAILED, or LOST (stopped because the pilot's lifetime ended)."""
         if job.get("payload"):
             options = payloads.Options(
                 workdir_root=o["workdir"] or None,
@@ -104,12 +134,13 @@ class Command(BaseCommand):
                 keep_workdir=o["keep_workdir"],
                 log=lambda message: self.stderr.write(f"pilot {reference}: {message}"),
             )
-            return payloads.run_job(client, job, reference, options).ok
+            outcome = payloads.run_job(client, job, reference, options)
+            return LOST if outcome.pilot_failure else DONE if outcome.ok else FAILED
         path = f"/api/v1/jobs/{job['id']}"
         report = {"pilot_reference": reference}
         client.post(f"{path}/status/", {**report, "status": "starting"})
         client.post(f"{path}/status/", {**report, "status": "running"})
-        ok = True
+        ok, ended = True, False
         if o["command"]:
             try:
                 rc = subprocess.run(
@@ -119,15 +150,23 @@ class Command(BaseCommand):
                 ).returncode
                 ok = rc == 0
             except subprocess.TimeoutExpired:
-                ok = False
+                ok, ended = False, True
         else:
-            seconds = min(job["cpu_time"] * o["cpu_scale"], max(0.0, deadline - time.monotonic()))
+            wanted = job["cpu_time"] * o["cpu_scale"]
+            seconds = min(wanted, max(0.0, deadline - time.monotonic()))
+            ended = seconds < wanted
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 time.sleep(min(o["heartbeat"], max(0.0, end - time.monotonic())))
                 client.post(f"{path}/heartbeat/", report)
+        if ended:
+            client.post(
+                f"{path}/status/",
+                {**report, "status": "failed", "reason": LIFETIME_ENDED, "pilot_failure": True},
+            )
+            return LOST
         client.post(
             f"{path}/status/",
             {**report, "status": "finished" if ok else "failed", "reason": "payload done"},
         )
-        return ok
+        return DONE if ok else FAILED
