@@ -404,8 +404,25 @@ EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "gridwms@localhost")
-# The absolute address of this site, for the links in notices.
-SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+
+def served_url() -> str:
+    """Where this host serves (WEB_BIND, or HOST and PORT as `make run` and `make serve` pass
+    them): a wildcard address reads as the host's own name."""
+    bind = os.environ.get("WEB_BIND", "").strip()
+    if ":" in bind and not bind.startswith(("unix:", "fd:")):
+        host, _, port = bind.rpartition(":")
+    else:
+        host, port = os.environ.get("HOST", "127.0.0.1"), os.environ.get("PORT", "8000")
+    host = host.strip().strip("[]")
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.getfqdn()
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+# The absolute address of this site, for the links in notices: SITE_URL (behind a proxy, its
+# public https address), else where this host serves.
+SITE_URL = (os.environ.get("SITE_URL", "").strip() or served_url()).rstrip("/")
 
 # Plain text, or one JSON object per line with LOG_FORMAT=json (core/logs.py).
 LOGGING = logging_config(os.environ.get("LOG_LEVEL", "INFO"))

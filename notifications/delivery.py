@@ -26,6 +26,7 @@ from django.db.models.functions import RowNumber
 from django.urls import reverse
 from django.utils import timezone
 
+from brokerage.models import TaskStatus
 from core import gdpconfig
 from notifications import webhooks
 from notifications.models import Channel, Kind, Notice
@@ -47,9 +48,16 @@ def subject(n: Notice) -> str:
     return f"[gridwms] {label} {n.outcome}"
 
 
+def state_label(n: Notice) -> str:
+    """The final state as its page shows it (a task's says what `finished` means for it)."""
+    if n.kind == Kind.TASK and n.final_state in TaskStatus.values:
+        return TaskStatus(n.final_state).label
+    return n.final_state
+
+
 def body(n: Notice) -> str:
     label = f"{n.kind.capitalize()} {n.object_id}" + (f" ({n.name})" if n.name else "")
-    lines = [f"{label} has {n.outcome} (state: {n.final_state})."]
+    lines = [f"{label} has {n.outcome} (state: {state_label(n)})."]
     if n.reason:
         lines.append(f"Reason: {n.reason}")
     lines += ["", link(n.kind, n.object_id), ""]

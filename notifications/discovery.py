@@ -3,7 +3,12 @@ the cursor and the requests' `done`; the Notice rows are inserted by services).
 
 Never a scan of every job: the job status history is read by its primary key from the
 cursor on (ScanCursor), the jobs by their ids; tasks by owner (only users with a default) and
-state; requests by their own `done` index.
+state; open requests by their own `done` index, answered ones by their job.
+
+A job can end more than once: rescheduled after it ended, it ends again. Each ending is an
+episode, the id of the history row into its final state (the job's latest such row when it
+is found), so that the second ending is told as the first was (a default whose scope is jobs,
+a request about the job) and a re-read of the same one is not.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from brokerage.models import Task, TaskJob, TaskStatus
@@ -27,6 +32,7 @@ from notifications.models import (
     NotificationPreference,
     NotificationRequest,
     ScanCursor,
+    Scope,
     ensure_cursor,
     wants,
 )
@@ -49,18 +55,30 @@ class Ended:
     name: str
     state: str
     reason: str
+    episode: int = 0
 
     @property
     def outcome(self) -> str:
-        """finished (a job finished, a task done) or failed (anything else final: failed,
-        cancelled, closed; a task some of whose jobs did not finish)."""
-        ok = lifecycle.FINISHED if self.kind == Kind.JOB else TaskStatus.DONE
-        return "finished" if self.state == ok else "failed"
+        """finished or failed, as the state says: a job finished; a task done (every job
+        finished) or finished (some did, the others did not: its reason counts them). Failed:
+        anything else final (a job failed, cancelled or closed; a task none of whose jobs
+        finished)."""
+        ok = (lifecycle.FINISHED,) if self.kind == Kind.JOB else TASK_FINISHED
+        return "finished" if self.state in ok else "failed"
 
 
-def _job(row: dict) -> Ended:
+TASK_FINISHED = (TaskStatus.DONE, TaskStatus.FINISHED)
+
+
+def _job(row: dict, episode: int = 0) -> Ended:
     return Ended(
-        Kind.JOB, row["pk"], row["owner_id"], row["name"], row["status"], row["status_reason"]
+        Kind.JOB,
+        row["pk"],
+        row["owner_id"],
+        row["name"],
+        row["status"],
+        row["status_reason"],
+        episode,
     )
 
 
@@ -68,6 +86,18 @@ def _task(row: dict) -> Ended:
     return Ended(
         Kind.TASK, row["pk"], row["owner_id"], row["name"], row["status"], row["status_reason"]
     )
+
+
+def episodes(job_ids) -> dict[int, int]:
+    """Each job's latest ending: the id of its latest history row into a final state (read
+    through the history's job index)."""
+    rows = (
+        JobStatusHistory.objects.filter(job_id__in=list(job_ids), to_status__in=JOB_FINAL)
+        .values("job_id")
+        .annotate(last=Max("id"))
+        .order_by()
+    )
+    return {r["job_id"]: r["last"] for r in rows}
 
 
 JOB_FIELDS = ("pk", "owner_id", "name", "status", "status_reason")
@@ -84,6 +114,7 @@ def notices_for(user, ended: Ended, channels, webhook_url: str, now: datetime) -
                 kind=ended.kind,
                 object_id=ended.object_id,
                 channel=channel,
+                episode=ended.episode,
                 name=ended.name[:200],
                 outcome=ended.outcome,
                 final_state=ended.state,
@@ -114,9 +145,11 @@ def from_requests(batch: int, now: datetime) -> tuple[list[Notice], list[int]]:
     )
     if not reqs:
         return [], []
+    job_ids = [r.job_id for r in reqs if r.job_id]
+    last = episodes(job_ids)
     jobs = {
-        r["pk"]: _job(r)
-        for r in Job.objects.filter(pk__in=[r.job_id for r in reqs if r.job_id]).values(*JOB_FIELDS)
+        r["pk"]: _job(r, last.get(r["pk"], 0))
+        for r in Job.objects.filter(pk__in=job_ids).values(*JOB_FIELDS)
     }
     tasks = {
         r["pk"]: _task(r)
@@ -124,6 +157,14 @@ def from_requests(batch: int, now: datetime) -> tuple[list[Notice], list[int]]:
             *JOB_FIELDS
         )
     }
+    ended = {(Kind.JOB, pk): e for pk, e in jobs.items()}
+    ended.update({(Kind.TASK, pk): e for pk, e in tasks.items()})
+    return answer(reqs, ended, now), [r.pk for r in reqs]
+
+
+def answer(reqs, ended: dict[tuple[str, int], Ended], now: datetime) -> list[Notice]:
+    """The notices of requests about work in `ended` ({(kind, id): Ended}), on the channels
+    and for the outcomes each asked (a request without a URL: the preference's)."""
     webhooks = dict(
         NotificationPreference.objects.filter(user_id__in={r.user_id for r in reqs}).values_list(
             "user_id", "webhook_url"
@@ -131,11 +172,11 @@ def from_requests(batch: int, now: datetime) -> tuple[list[Notice], list[int]]:
     )
     notices: list[Notice] = []
     for r in reqs:
-        ended = jobs.get(r.job_id) if r.job_id else tasks.get(r.task_id)
-        if ended is not None and wants(r.outcomes, ended.outcome):
+        found = ended.get((r.kind, r.object_id))
+        if found is not None and wants(r.outcomes, found.outcome):
             url = r.webhook_url or webhooks.get(r.user_id, "")
-            notices += notices_for(r.user, ended, r.channels, url, now)
-    return notices, [r.pk for r in reqs]
+            notices += notices_for(r.user, found, r.channels, url, now)
+    return notices
 
 
 # --- the defaults ------------------------------------------------------------------------------
@@ -153,23 +194,33 @@ def _history_rows(cursor: ScanCursor, top: int, batch: int) -> tuple[list[tuple]
 
 
 def from_history(prefs, cursor: ScanCursor, top: int, batch: int, now) -> tuple[list, int]:
-    """The notices the defaults call for about jobs (outside tasks) that ended since the
-    cursor, and the cursor's new position."""
+    """The notices about jobs that ended since the cursor: those the defaults whose scope is
+    jobs call for (jobs outside tasks), and those of requests already answered about an
+    earlier ending of the same job (it was rescheduled); and the cursor's new position."""
     rows, reached = _history_rows(cursor, top, batch)
     ended_at: dict[int, datetime] = {}
     for _, job_id, at in rows:
         ended_at[job_id] = max(at, ended_at.get(job_id, at))
-    ids = list(ended_at)
-    jobs = Job.objects.filter(pk__in=ids, status__in=JOB_FINAL, owner_id__in=list(prefs))
-    in_tasks = set(TaskJob.objects.filter(job_id__in=ids).values_list("job_id", flat=True))
+    if not ended_at:
+        return [], reached
+    final = Job.objects.filter(pk__in=list(ended_at), status__in=JOB_FINAL)
+    finals = list(final.values(*JOB_FIELDS))
+    last = episodes(r["pk"] for r in finals)
+    jobs = {r["pk"]: _job(r, last.get(r["pk"], 0)) for r in finals}
     notices: list[Notice] = []
-    for row in jobs.values(*JOB_FIELDS):
-        pref = prefs[row["owner_id"]]
-        ended = _job(row)
-        if row["pk"] in in_tasks or ended_at[row["pk"]] < pref.created:
+    wide = {uid: p for uid, p in prefs.items() if p.scope == Scope.JOBS}
+    mine = [pk for pk, e in jobs.items() if e.owner_id in wide]
+    in_tasks = set(TaskJob.objects.filter(job_id__in=mine).values_list("job_id", flat=True))
+    for pk in mine:
+        pref, ended = wide[jobs[pk].owner_id], jobs[pk]
+        if pk in in_tasks or ended_at[pk] < pref.created:
             continue
         if wants(pref.outcomes, ended.outcome):
             notices += notices_for(pref.user, ended, pref.channels(), pref.webhook_url, now)
+    answered = NotificationRequest.objects.filter(job_id__in=list(jobs), done=True)
+    reqs = list(answered.select_related("user"))
+    if reqs:
+        notices += answer(reqs, {(Kind.JOB, pk): e for pk, e in jobs.items()}, now)
     return notices, reached
 
 

@@ -1,10 +1,11 @@
 """Who wants to be told when work ends, and what was sent.
 
-- NotificationPreference: a user's default, applied to each of their jobs outside a task and
-  to each of their tasks (a task is one notice, not one per job);
+- NotificationPreference: a user's default, applied to each of their tasks (a task is one
+  notice, not one per job) and, if its scope says so, to each of their jobs outside a task;
 - NotificationRequest: one job or one task the user asked about;
-- Notice: one message to one user about one job or task on one channel. Unique on (user,
-  kind, object id, channel): the cycle claims it by inserting it, so it is never sent twice;
+- Notice: one message to one user about one ending of a job or task on one channel. Unique on
+  (user, kind, object id, channel, episode): the cycle claims it by inserting it, so it is never
+  sent twice, and a job rescheduled after it ended is told again when it ends again;
 - ScanCursor: how far the cycle has read the job status history.
 """
 
@@ -28,6 +29,13 @@ class Outcomes(models.TextChoices):
     BOTH = "both", "finished or failed"
     FINISHED = "finished", "finished only"
     FAILED = "failed", "failed only"
+
+
+class Scope(models.TextChoices):
+    # Not every job by default: the jobs outside a task a user owns include bulk and simulated
+    # submissions (the demo's arrive by the hundred); a task is one notice for all its jobs.
+    TASKS = "tasks", "my tasks (one notice each); a job only when I ask about it"
+    JOBS = "jobs", "my tasks and each of my jobs outside a task"
 
 
 class Channel(models.TextChoices):
@@ -58,6 +66,7 @@ class NotificationPreference(models.Model):
         help_text="http(s) URL that receives a JSON POST when work ends; empty: none",
     )
     outcomes = models.CharField(max_length=8, choices=Outcomes.choices, default=Outcomes.BOTH)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.TASKS)
     # Work that ended before the default was set is not announced.
     created = models.DateTimeField()
     modified = models.DateTimeField()
@@ -134,7 +143,11 @@ class NotificationRequest(models.Model):
                 name="notifyreq_user_task",
             ),
         ]
-        indexes = [models.Index(fields=["done", "id"], name="notifyreq_done_id")]
+        indexes = [
+            models.Index(fields=["done", "id"], name="notifyreq_done_id"),
+            # A job told of that ends again (rescheduled): its requests, found by the job.
+            models.Index(fields=["job"], condition=Q(job__isnull=False), name="notifyreq_job"),
+        ]
 
     def __str__(self) -> str:
         return f"notify {self.user_id} of {self.kind} {self.object_id}"
@@ -163,6 +176,9 @@ class Notice(models.Model):
     object_id = models.BigIntegerField()
     channel = models.CharField(max_length=8, choices=Channel.choices)
     name = models.CharField(max_length=200, blank=True)
+    # Which ending of the job: the id of the status history row into its final state (a
+    # rescheduled job ends again under a new one); 0 for a task (it ends once).
+    episode = models.BigIntegerField(default=0)
     outcome = models.CharField(max_length=8)  # finished | failed
     final_state = models.CharField(max_length=16)  # the job's or task's own state
     reason = models.CharField(max_length=255, blank=True)
@@ -179,7 +195,8 @@ class Notice(models.Model):
         ordering = ["-id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["user", "kind", "object_id", "channel"], name="notice_once"
+                fields=["user", "kind", "object_id", "channel", "episode"],
+                name="notice_once_per_ending",
             )
         ]
         indexes = [models.Index(fields=["state", "next_attempt"], name="notice_state_next")]

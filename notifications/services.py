@@ -2,10 +2,11 @@
 user's preference and requests.
 
 A run: find what is due (notifications.discovery: the requests whose work ended, the jobs and
-tasks of users with a default that ended since the cursor), insert one Notice per user, job or
-task and channel with INSERT ... ON CONFLICT DO NOTHING (the unique constraint makes a second
-run, or a concurrent one, insert nothing: the claim), mark those requests done, move the
-cursor, then send what is due (notifications.delivery).
+tasks of users with a default that ended since the cursor, the jobs asked about that ended
+again), insert one Notice per user, ending of a job or task, and channel with INSERT ... ON
+CONFLICT DO NOTHING (the unique constraint makes a second run, or a concurrent one, insert
+nothing: the claim), mark those requests done, move the cursor, then send what is due
+(notifications.delivery).
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ def queue_due(batch: int) -> dict[str, int]:
     top = discovery.top_of_history()
     notices, request_ids = discovery.from_requests(batch, now)
     prefs = discovery.enabled_preferences()
-    reached = max(top, cursor.position)
+    # Read even without a default: a request already answered is told of its job's next ending.
+    from_jobs, reached = discovery.from_history(prefs, cursor, top, batch, now)
+    notices += from_jobs
     if prefs:
-        from_jobs, reached = discovery.from_history(prefs, cursor, top, batch, now)
-        notices += from_jobs + discovery.from_tasks(prefs, cursor, batch, now)
+        notices += discovery.from_tasks(prefs, cursor, batch, now)
     with transaction.atomic():
         # The claim: a notice already there (another run's, an earlier one's) is left alone.
         Notice.objects.bulk_create(notices, ignore_conflicts=True, batch_size=500)

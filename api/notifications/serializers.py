@@ -13,7 +13,10 @@ from notifications.models import (
     NotificationPreference,
     NotificationRequest,
     Outcomes,
+    Scope,
 )
+
+NO_ADDRESS = "your account has no e-mail address: add one to your account, or use a webhook"
 
 
 def webhook_field(help_text: str):
@@ -27,13 +30,26 @@ def webhook_field(help_text: str):
 
 
 class PreferenceSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
-    email = StrictBooleanField(required=False, help_text="e-mail me (to my account's address)")
+    email = StrictBooleanField(
+        required=False, help_text="e-mail me (to my account's address: refused without one)"
+    )
     webhook_url = webhook_field("http(s) URL that receives a JSON POST; empty: none")
+    scope = serializers.ChoiceField(
+        choices=Scope.choices,
+        required=False,
+        help_text="tasks (default): each of my tasks, a job only when asked about; jobs: and "
+        "each of my jobs outside a task",
+    )
     modified = serializers.SerializerMethodField(help_text="null: never set")
 
     class Meta:
         model = NotificationPreference
-        fields = ["email", "webhook_url", "outcomes", "modified"]
+        fields = ["email", "webhook_url", "outcomes", "scope", "modified"]
+
+    def validate_email(self, value):
+        if value and not self.instance.user.email:
+            raise serializers.ValidationError(NO_ADDRESS)
+        return value
 
     @extend_schema_field(OpenApiTypes.DATETIME)
     def get_modified(self, pref):
@@ -72,7 +88,8 @@ class RequestSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
         min_length=1,
         max_length=len(Channel.choices),
         required=False,
-        help_text="email, webhook or both; default: email",
+        help_text="email, webhook or both; default: email (refused without an address on "
+        "your account)",
     )
     outcomes = serializers.ChoiceField(choices=Outcomes.choices, required=False)
     webhook_url = webhook_field("empty: the one of your preference")
@@ -104,6 +121,8 @@ class RequestSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
         channels = list(dict.fromkeys(attrs.get("channels") or ["email"]))
         if "channels" in attrs or self.instance is None:
             attrs["channels"] = channels
+            if Channel.EMAIL in channels and not user.email:
+                raise serializers.ValidationError({"channels": [NO_ADDRESS]})
         if Channel.WEBHOOK in attrs.get("channels", self.instance and self.instance.channels):
             url = attrs.get("webhook_url", self.instance and self.instance.webhook_url)
             own = NotificationPreference.objects.filter(user=user).exclude(webhook_url="")

@@ -68,6 +68,7 @@ def test_each_user_reads_and_sets_only_their_own_default(users, api):
         "email": False,
         "webhook_url": "",
         "outcomes": "both",
+        "scope": "tasks",  # each task, a job only when asked about: the demo's bulk is not told
         "modified": None,  # never set
     }
     r = alice.patch(
@@ -124,8 +125,9 @@ def test_the_page_sets_the_default_and_asks_about_a_job(users, submit, client, e
     assert 'href="/notifications/"' in page.content.decode()  # the header's user link
     r = client.post(
         "/notifications/",
-        {"action": "preference", "pref-email": "on", "pref-outcomes": "failed"},
-    )
+        {"action": "preference", "pref-email": "on", "pref-outcomes": "failed",
+         "pref-scope": "jobs"},
+    )  # fmt: skip
     assert r.status_code == 302
     assert NotificationPreference.objects.get(user=users["alice"]).outcomes == "failed"
 
@@ -195,6 +197,8 @@ def test_the_job_pages_button_asks_and_goes_back_only_within_the_site(
 
 
 def test_without_an_address_or_webhook_the_job_page_links_to_the_form(users, submit, client):
+    users["alice"].email = ""
+    users["alice"].save(update_fields=["email"])
     client.force_login(users["alice"])
     job = submit("alice")
     page = client.get(f"/jobs/{job.pk}/").content.decode()

@@ -17,7 +17,7 @@ THREADS = 6
 
 def test_concurrent_runs_send_each_notice_once(with_email, submit, end, webhook):
     alice = with_email["alice"]
-    services.save_preference(alice, {"email": True, "webhook_url": webhook.url})
+    services.save_preference(alice, {"scope": "jobs", "email": True, "webhook_url": webhook.url})
     jobs = [end(submit("alice")) for _ in range(3)]
     asked = submit("bob")
     services.create_request(with_email["bob"], {"job_id": asked.pk, "channels": ["email"]})

@@ -56,8 +56,10 @@ def test_a_request_for_failures_only_is_not_told_of_a_finished_job(with_email, s
     assert NotificationRequest.objects.get(job_id=job.pk).done
 
 
-def test_the_profile_default_applies_to_every_job_of_the_user(with_email, submit, end, run):
-    services.save_preference(with_email["alice"], {"email": True, "outcomes": "both"})
+def test_a_default_for_jobs_applies_to_every_job_of_the_user(with_email, submit, end, run):
+    services.save_preference(
+        with_email["alice"], {"scope": "jobs", "email": True, "outcomes": "both"}
+    )
     first = end(submit("alice"))
     second = end(submit("alice"), JobStatus.FAILED, "exit code 1")
     killed = job_services.kill_job(submit("alice").pk, with_email["alice"], "not needed")
@@ -76,7 +78,7 @@ def test_the_profile_default_applies_to_every_job_of_the_user(with_email, submit
 
 def test_work_that_ended_before_the_default_was_set_is_not_told(with_email, submit, end, run):
     end(submit("alice"))
-    services.save_preference(with_email["alice"], {"email": True})
+    services.save_preference(with_email["alice"], {"scope": "jobs", "email": True})
     run()
     assert mail.outbox == []
     end(submit("alice"))
@@ -88,7 +90,7 @@ def test_the_cycle_reads_only_the_history_since_its_last_run(with_email, submit,
     from matcher.models import JobStatusHistory
     from notifications.models import ScanCursor
 
-    services.save_preference(with_email["alice"], {"email": True})
+    services.save_preference(with_email["alice"], {"scope": "jobs", "email": True})
     end(submit("alice"))
     run()
     top = JobStatusHistory.objects.order_by("-id").first().pk
@@ -96,7 +98,7 @@ def test_the_cycle_reads_only_the_history_since_its_last_run(with_email, submit,
 
 
 def test_a_webhook_gets_the_json_of_the_job_that_ended(with_email, submit, end, run, webhook):
-    services.save_preference(with_email["alice"], {"webhook_url": webhook.url})
+    services.save_preference(with_email["alice"], {"scope": "jobs", "webhook_url": webhook.url})
     job = end(submit("alice", name="wh"), JobStatus.FAILED, "exit code 3")
 
     run()
@@ -151,7 +153,7 @@ def test_a_failing_webhook_is_retried_then_given_up_and_shown(
 def test_a_webhook_that_recovers_is_sent_once(with_email, submit, end, run, webhook):
     gdpconfig.set_value("NotificationRetrySeconds", 0)
     webhook.status = 503
-    services.save_preference(with_email["alice"], {"webhook_url": webhook.url})
+    services.save_preference(with_email["alice"], {"scope": "jobs", "webhook_url": webhook.url})
     end(submit("alice"))
     run()
     webhook.status = 200
@@ -161,9 +163,13 @@ def test_a_webhook_that_recovers_is_sent_once(with_email, submit, end, run, webh
     assert Notice.objects.get().state == Notice.State.SENT
 
 
-def test_a_user_without_an_address_gets_the_notice_given_up_and_shown(users, submit, end, run):
+def test_an_address_removed_after_asking_gets_the_notice_given_up_and_shown(
+    with_email, submit, end, run
+):
     job = submit("alice")
-    ask(users["alice"], job_id=job.pk)
+    ask(with_email["alice"], job_id=job.pk)
+    with_email["alice"].email = ""
+    with_email["alice"].save(update_fields=["email"])
     end(job)
     run()
     notice = Notice.objects.get()

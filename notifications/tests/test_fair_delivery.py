@@ -31,7 +31,7 @@ def fast(db):
 
 
 def _ended(users, submit, end, name, url, count):
-    services.save_preference(users[name], {"webhook_url": url})
+    services.save_preference(users[name], {"scope": "jobs", "webhook_url": url})
     return [end(submit(name)).pk for _ in range(count)]
 
 

@@ -191,7 +191,8 @@ def test_a_name_that_resolves_to_loopback_at_send_time_is_not_posted_to(
     try:
         url = f"http://hooks.example.org:{receiver.port}/hook"
         resolving({"hooks.example.org": "93.184.216.34"})
-        r = api(with_email["alice"]).patch(PREFS, {"webhook_url": url}, format="json")
+        body = {"webhook_url": url, "scope": "jobs"}
+        r = api(with_email["alice"]).patch(PREFS, body, format="json")
         assert r.status_code == 200, r.data
         resolving({"hooks.example.org": "127.0.0.1"})  # the name is rebound meanwhile
         end(submit("alice"))
@@ -230,7 +231,7 @@ def test_the_send_connects_to_the_address_it_checked_without_resolving_again(
 ):
     calls = resolving({"hooks.example.org": "127.0.0.1"})
     url = f"http://hooks.example.org:{webhook.port}/hook"
-    services.save_preference(with_email["alice"], {"webhook_url": url})
+    services.save_preference(with_email["alice"], {"scope": "jobs", "webhook_url": url})
     end(submit("alice"))
 
     run()

@@ -1,5 +1,6 @@
 from django import forms
 
+from api.notifications.serializers import NO_ADDRESS
 from notifications.models import Channel, NotificationPreference, Outcomes
 
 
@@ -8,8 +9,21 @@ class PreferenceForm(forms.ModelForm):
 
     class Meta:
         model = NotificationPreference
-        fields = ["email", "webhook_url", "outcomes"]
+        fields = ["email", "webhook_url", "outcomes", "scope"]
         widgets = {"webhook_url": forms.URLInput(attrs={"size": 50, "placeholder": "https://"})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A form without the field (an older page, a script) keeps the scope as it is.
+        self.fields["scope"].required = False
+
+    def clean_scope(self):
+        return self.cleaned_data["scope"] or self.instance.scope
+
+    def clean_email(self):
+        if self.cleaned_data["email"] and not self.instance.user.email:
+            raise forms.ValidationError(NO_ADDRESS)
+        return self.cleaned_data["email"]
 
 
 class RequestForm(forms.Form):
