@@ -87,45 +87,48 @@ def speed() -> float:
     return 1.0
 
 
-def real_age(value: datetime, *, at_least: bool = False) -> float | None:
-    """How many real seconds ago this clock read `value` (negative: how many until it will).
+def real_time(value: datetime, *, at_least: bool = False) -> datetime | None:
+    """The wall-clock moment at which this clock read `value`: `value` itself outside the
+    simulated grid (and tests' advance()).
 
     Exact for the moments since the shared clock last changed (paused, resumed, sped up or
     slowed down): it kept one speed since. An earlier moment is taken at the speed the clock has
-    now, which is an estimate (the row keeps only its last change); with at_least=True it counts
-    only the real time since that change, which it certainly is at least (health judges with
-    that: never "overdue" from a guess). While the clock stands paused, every moment written
-    since the pause reads the same time: how long ago it was is unknown (None; at least 0)
+    now, which is an estimate (the row keeps only its last change); with at_least=True it is
+    the change itself, which it certainly is not after (health judges with that: never
+    "overdue" from a guess). While the clock stands paused, every moment written since the
+    pause reads the same time: when it was on the wall clock is unknown (None; now at_least)
     unless the pause began moments ago, and a future moment does not come (None)."""
-    if not _simulated():
-        return (now() - value).total_seconds()
-    state = _state()
-    if state is None:
-        return (now() - value).total_seconds()
+    if not _simulated() or (state := _state()) is None:
+        return value - _offset
     running, rate, anchor_real, anchor_sim = state
-    since_change = (timezone.now() - anchor_real).total_seconds()
-    before_change = (anchor_sim + _offset - value).total_seconds()  # > 0: before the change
-    if before_change > 0:
-        if at_least:
-            return since_change
-        return since_change + before_change / rate
+    after_change = value - (anchor_sim + _offset)  # < 0: before the change
+    if after_change < timedelta(0):
+        return anchor_real if at_least else anchor_real + after_change / rate
     if running:
-        return since_change + before_change / rate  # exact, since the change (or ahead of now)
+        return anchor_real + after_change / rate  # exact, since the change (or ahead of now)
+    real = timezone.now()
     if at_least:
-        return 0.0
-    if before_change == 0 and since_change < JUST_NOW:
-        return since_change  # written during a pause of a few seconds: "just now" either way
+        return real
+    if not after_change and real - anchor_real < timedelta(seconds=JUST_NOW):
+        return anchor_real  # written during a pause of a few seconds: "just now" either way
     return None
+
+
+def real_age(value: datetime, *, at_least: bool = False) -> float | None:
+    """How many real seconds ago this clock read `value` (negative: how many until it will),
+    from real_time(): None when not known, a lower bound with at_least=True."""
+    real = real_time(value, at_least=at_least)
+    return None if real is None else (timezone.now() - real).total_seconds()
 
 
 def real_seconds_between(start: datetime, end: datetime | None = None) -> float | None:
     """Real seconds from `start` to `end` (now when None), both on this clock; None when either
-    is a moment of a pause (real_age)."""
-    first = real_age(start)
-    last = 0.0 if end is None else real_age(end)
+    is a moment of a pause (real_time)."""
+    first = real_time(start)
+    last = timezone.now() if end is None else real_time(end)
     if first is None or last is None:
         return None
-    return max(0.0, first - last)
+    return max(0.0, (last - first).total_seconds())
 
 
 def advance(seconds: float) -> None:

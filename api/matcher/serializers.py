@@ -12,7 +12,7 @@ from api.core.fields import (
 )
 from api.matcher.payload import PayloadFieldsMixin
 from api.matcher.resources import FileSizeSerializer
-from core import gdpconfig
+from core import clock, gdpconfig
 from matcher.models import (
     PAYLOAD_FIELDS,
     RESULT_FIELDS,
@@ -25,6 +25,7 @@ from matcher.models import (
 from matcher.taskqueues import MULTI_VALUED_FIELDS
 from sandboxes import services as sandboxes
 from shares.models import GridGroup
+from web.matcher import job_times
 
 MAX_CPU_TIME = 31_536_000  # one year of CPU seconds
 
@@ -155,10 +156,33 @@ class JobCreatedSerializer(serializers.ModelSerializer):
         fields = ["id", "status", "task_queue", "warnings"]
 
 
+class RealTimeField(serializers.DateTimeField):
+    """A moment of the grid's clock told on the wall clock (clock.real_time): the grid's clock
+    is the simulated one, faster than real time, while the simulated grid drives it; null when
+    the real moment is not known (written while that clock stood paused)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, allow_null=True, **kwargs)
+
+    def to_representation(self, value):
+        real = clock.real_time(value)
+        return None if real is None else super().to_representation(real)
+
+
+CLOCK_CHOICES = ["simulated", "real"]
+CLOCK_HELP = (
+    "The clock of `created`, `status_changed` and the history's `at`: `simulated` while the "
+    "simulated grid's clock (faster than real time) drives the grid, else `real`; the *_real "
+    "fields are on the wall clock either way."
+)
+
+
 class JobStatusHistorySerializer(serializers.ModelSerializer):
+    at_real = RealTimeField(source="at", help_text="`at` on the wall clock")
+
     class Meta:
         model = JobStatusHistory
-        fields = ["at", "from_status", "to_status", "reason"]
+        fields = ["at", "at_real", "from_status", "to_status", "reason"]
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -171,6 +195,11 @@ class JobSerializer(serializers.ModelSerializer):
         allow_null=True,
         default=None,
         help_text="the task that generated the job (null: a job submitted on its own)",
+    )
+    clock = serializers.SerializerMethodField(help_text=CLOCK_HELP)
+    created_real = RealTimeField(source="created", help_text="`created` on the wall clock")
+    status_changed_real = RealTimeField(
+        source="status_changed", help_text="`status_changed` on the wall clock"
     )
 
     class Meta:
@@ -193,8 +222,15 @@ class JobSerializer(serializers.ModelSerializer):
             "reschedule_count",
             "created",
             "status_changed",
+            "clock",
+            "created_real",
+            "status_changed_real",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.ChoiceField(choices=CLOCK_CHOICES))
+    def get_clock(self, job) -> str:
+        return "simulated" if clock.is_simulated() else "real"
 
 
 class JobDetailSerializer(JobSerializer):
@@ -206,6 +242,14 @@ class JobDetailSerializer(JobSerializer):
     input_sandbox = serializers.SerializerMethodField(
         help_text="The files uploaded with the submission."
     )
+    waited_seconds = serializers.SerializerMethodField(
+        help_text="Real seconds the job waited to be matched to a pilot, so far while it waits "
+        "(null: partly while the simulated clock stood paused)."
+    )
+    ran_seconds = serializers.SerializerMethodField(
+        help_text="Real seconds its pilot was at work on it, so far while it runs (null: it "
+        "never started, or partly while the simulated clock stood paused)."
+    )
 
     class Meta(JobSerializer.Meta):
         fields = [
@@ -216,10 +260,25 @@ class JobDetailSerializer(JobSerializer):
             *RESULT_FIELDS,
             "kill_requested",
             "output_tail",
+            "waited_seconds",
+            "ran_seconds",
             "history",
             "warnings",
         ]
         read_only_fields = fields
+
+    def _durations(self, job) -> dict:
+        if getattr(job, "_real_durations", None) is None:
+            job._real_durations = job_times.durations(job, job.history.all())
+        return job._real_durations
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_waited_seconds(self, job):
+        return self._durations(job)["waited_seconds"]
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_ran_seconds(self, job):
+        return self._durations(job)["ran_seconds"]
 
     @extend_schema_field(FileSizeSerializer(many=True))
     def get_input_sandbox(self, job):

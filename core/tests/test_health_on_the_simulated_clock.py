@@ -102,7 +102,8 @@ def test_while_the_clock_is_paused_a_moment_of_the_pause_has_no_known_real_age(d
     )
     clock.invalidate()
     try:
-        assert clock.real_age(paused_at) is None and clock.real_age(paused_at, at_least=True) == 0
+        assert clock.real_age(paused_at) is None
+        assert clock.real_age(paused_at, at_least=True) == pytest.approx(0, abs=0.1)
         assert clock.real_ago(paused_at) == "during the pause"
         in_an_hour = paused_at + timedelta(hours=1)
         assert clock.real_ago(in_an_hour) == "in 1 min once the clock runs again"  # at 60x

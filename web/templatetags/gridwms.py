@@ -74,29 +74,30 @@ def readable(value):
 
 @register.filter
 def when(value, kind="sim"):
-    """A timestamp with how long ago it was. `sim` (the default) marks what the system's
-    clock wrote (jobs, tasks, pilots, cycles): while the simulated grid's clock drives it, the
-    time is labelled simulated and "ago" counts on that clock. `real` marks wall-clock
-    timestamps (gdpconfig history)."""
+    """A timestamp with how long ago it was on the reader's watch. `sim` (the default) marks
+    what the grid's clock wrote (jobs, tasks, pilots, cycles): while the simulated grid's clock
+    drives it, the time is labelled simulated (how long ago on that clock in its tooltip) and
+    "ago" is still real time (clock.real_ago). `real` marks wall-clock timestamps (gdpconfig
+    history)."""
     if not isinstance(value, datetime):
         return mark_safe('<span class="muted">—</span>') if not value else value
-    simulated = kind != "real" and clock.is_simulated()
-    now = clock.now() if kind != "real" else timezone.now()
     local = timezone.localtime(value) if timezone.is_aware(value) else value
     text = date_format(local, "Y-m-d H:i:s")
-    relative = ago((now - value).total_seconds())
-    if simulated:
+    if kind != "real" and clock.is_simulated():
         speed = clock.speed()
         pace = f"{number(speed)}× real time" if speed else "paused"
         return format_html(
-            '<time datetime="{}" class="sim" title="simulated time (the clock runs {})">{}</time>'
-            ' <abbr class="sim-label" title="simulated time">sim</abbr>'
-            ' <span class="ago">{}</span>',
-            value.isoformat(),
+            '<abbr class="sim-label" title="simulated time (the clock runs {})">sim</abbr>'
+            ' <time datetime="{}" class="sim" title="on the simulated clock: {}">{}</time>,'
+            ' <span class="ago" title="real time">{}</span>',
             pace,
+            value.isoformat(),
+            ago((clock.now() - value).total_seconds()),
             text,
-            relative,
+            clock.real_ago(value),
         )
+    now = clock.now() if kind != "real" else timezone.now()
+    relative = ago((now - value).total_seconds())
     return format_html(
         '<time datetime="{}" title="{}">{}</time> <span class="ago">{}</span>',
         value.isoformat(),
@@ -104,6 +105,30 @@ def when(value, kind="sim"):
         text,
         relative,
     )
+
+
+@register.filter
+def duration(seconds):
+    """Real seconds as people read them: '42 s', '7 min 3 s', '2 h 5 min', '3 d 4 h'; None
+    (not known) as a dash."""
+    if seconds is None or seconds == "":
+        return mark_safe('<span class="muted">—</span>')
+    seconds = int(float(seconds))
+    units = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
+    first = next(i for i, (size, _) in enumerate(units) if seconds >= size or size == 1)
+    size, unit = units[first]
+    text = f"{seconds // size} {unit}"
+    if first + 1 < len(units) and (rest := seconds % size // units[first + 1][0]):
+        text += f" {rest} {units[first + 1][1]}"
+    return text
+
+
+@register.simple_tag
+def job_durations(job, history):
+    """{"waited_seconds", "ran_seconds"} of a job in real seconds (web.matcher.job_times)."""
+    from web.matcher.job_times import durations
+
+    return durations(job, history)
 
 
 @register.simple_tag(takes_context=True)
