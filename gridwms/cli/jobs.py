@@ -1,38 +1,30 @@
-"""login, submit, status, jobs, kill, reschedule."""
+"""login, logout, whoami, status, jobs, kill, reschedule, groups."""
 
 from __future__ import annotations
 
-import datetime
 import getpass
-import json
 import os
 import sys
 import urllib.parse
-from pathlib import Path
-from typing import Any
 
+from gridwms.cli import groups, watch
 from gridwms.cli.client import (
     DEFAULT_URL,
     EXIT_SERVER,
     EXIT_USAGE,
     Client,
     CliError,
-    Multipart,
+    config_path,
     connect,
     load_credentials,
     normalise_url,
     save_credentials,
 )
+from gridwms.cli.show import count_states, print_json, print_table, say, when
+
+__all__ = ["print_json", "say"]  # files.py's, from here
 
 PAGE_SIZE = 200  # rows asked for at a time (the API's max_page_size is 500)
-
-
-def say(message: str) -> None:
-    print(f"gridwms: {message}", file=sys.stderr)
-
-
-def print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 # --- login ---------------------------------------------------------------------------------------
@@ -86,114 +78,46 @@ def _read_password(from_stdin: bool, user: str, url: str) -> str:
     return password
 
 
-# --- submit --------------------------------------------------------------------------------------
-
-
-def submit(args) -> int:
-    text, label = _read_text(args.file)
-    files = sandbox_files(args.sandbox or [])
-    client = connect()
-    if _is_jdl(args.file, text):
-        answer = _submit_jdl(client, text, files)
+def logout(args) -> int:
+    """The stored token is forgotten here (the URL and user name stay, for the next login).
+    The API offers no way to revoke a token: the server keeps accepting it."""
+    stored = load_credentials()
+    url = stored.get("url") or os.environ.get("GRIDWMS_URL") or DEFAULT_URL
+    if stored.get("token"):
+        path = save_credentials({k: v for k, v in stored.items() if k != "token"})
+        print(f"logged out of {url}: the token is removed from {path}")
     else:
-        answer = _submit_json(client, _parse_json(text, label), files)
-    if args.json:
-        print_json(answer)
-        return 0
-    for job in answer if isinstance(answer, list) else [answer]:
-        print(job["id"])
-        for warning in job.get("warnings") or []:
-            say(f"warning: job {job['id']}: {warning}")
+        print(f"not logged in to {url}: no token stored in {config_path()}")
+    if os.environ.get("GRIDWMS_TOKEN"):
+        say("warning: GRIDWMS_TOKEN is still set: commands keep sending it")
     return 0
 
 
-def _read_text(name: str) -> tuple[str, str]:
-    if name == "-":
-        return sys.stdin.read(), "standard input"
-    try:
-        return Path(name).read_text(encoding="utf-8"), name
-    except UnicodeDecodeError:
-        raise CliError(f"{name}: not UTF-8 text") from None
-    except OSError as exc:
-        raise CliError(f"{name}: {exc.strerror or exc}") from None
-
-
-def _is_jdl(name: str, text: str) -> bool:
-    suffix = Path(name).suffix.lower()
-    if suffix in (".jdl", ".json"):
-        return suffix == ".jdl"
-    return not text.lstrip().startswith(("{", "["))
-
-
-def _parse_json(text: str, label: str) -> Any:
-    try:
-        job = json.loads(text)
-    except ValueError as exc:
-        raise CliError(f"{label}: not valid JSON: {exc}") from None
-    if not isinstance(job, (dict, list)):
-        raise CliError(f"{label}: a job is a JSON object, or a list of them")
-    return job
-
-
-def sandbox_files(names: list[str]) -> list[tuple[Path, str]]:
-    """Each input sandbox file with the name it is sent under (its base name), checked here
-    so that the user hears about a missing file before anything is sent."""
-    files, seen = [], set()
-    for name in names:
-        path = Path(name)
-        if not path.is_file() or not os.access(path, os.R_OK):
-            raise CliError(f"{name}: not a readable file")
-        base = path.name
-        if not base.isprintable() or "\\" in base:
-            raise CliError(f"{name}: its name cannot be sent (a control character or '\\')")
-        if base in seen:
-            raise CliError(f"two input sandbox files are named {base}: the job sees one name")
-        seen.add(base)
-        files.append((path, base))
-    return files
-
-
-def _submit_json(client: Client, job: Any, files: list[tuple[Path, str]]) -> Any:
-    if not files:
-        return client.call("POST", "/jobs/", job)
-    if not isinstance(job, dict):
-        raise CliError("input sandbox files go with one job (a JSON object), not a list")
-    form = Multipart()
-    form.field("job", json.dumps(job))
-    return _send(client, form, files)
-
-
-def _submit_jdl(client: Client, text: str, files: list[tuple[Path, str]]) -> Any:
-    if not files:
-        headers = {"Content-Type": "text/plain; charset=utf-8"}
-        return client.call("POST", "/jobs/", body=text.encode(), headers=headers)
-    form = Multipart()
-    form.field("jdl", text)
-    return _send(client, form, files)
-
-
-def _send(client: Client, form: Multipart, files: list[tuple[Path, str]]) -> Any:
-    for path, name in files:
-        form.file("input_sandbox", path, name)
-    return client.call("POST", "/jobs/", body=form, headers=form.headers)
+def whoami(args) -> int:
+    client = connect()
+    me = client.call("GET", "/users/me/") or {}
+    if args.json:
+        print_json({"url": client.base, **me})
+        return 0
+    staff = " (staff)" if me.get("is_staff") else ""
+    print(f"{me.get('username')}{staff} at {client.base}")
+    print(f"  groups: {', '.join(me.get('groups') or []) or '(none)'}")
+    if me.get("dn"):
+        print(f"  DN: {me['dn']}")
+    source = "GRIDWMS_TOKEN" if os.environ.get("GRIDWMS_TOKEN") else str(config_path())
+    print(f"  token from: {source}")
+    return 0
 
 
 # --- status, jobs --------------------------------------------------------------------------------
 
-COLUMNS = [
-    ("ID", "id", 10),
-    ("NAME", "name", 32),
-    ("STATUS", "status", 12),
-    ("SITE", "site", 24),
-    ("REASON", "status_reason", 48),
-    ("CHANGED", "status_changed", 19),
-]
-
 
 def status(args) -> int:
     client = connect()
+    if args.group is not None or not args.ids:
+        return _group_status(client, args)
     found, missing = [], []
-    for job in args.ids:
+    for job in dict.fromkeys(args.ids):
         try:
             found.append(client.call("GET", f"/jobs/{job}/"))
         except CliError as exc:
@@ -203,9 +127,28 @@ def status(args) -> int:
     if args.json:
         print_json(found)
     elif found:
-        print_table(found)
+        print_table(found, watch.waiting_reasons(client, found))
     for message in missing:
         say(message)
+    return EXIT_USAGE if missing else 0
+
+
+def _group_status(client: Client, args) -> int:
+    ids, _ = watch.job_ids(client, args)
+    found, missing = groups.fetch(client, ids)
+    if args.json:
+        print_json(found)
+        return EXIT_USAGE if missing else 0
+    group = groups.load(args.group, client.base)
+    print(
+        f"group {group['group']}: {len(ids)} job{'s' if len(ids) > 1 else ''}, submitted "
+        f"{when(group.get('submitted'))}: {count_states(found)}"
+        + (f", {len(missing)} not found" if missing else "")
+    )
+    if found and not args.brief:
+        print_table(found, watch.waiting_reasons(client, found))
+    if missing:
+        say(f"not found (purged, or not yours): job {', '.join(map(str, missing))}")
     return EXIT_USAGE if missing else 0
 
 
@@ -231,48 +174,25 @@ def jobs(args) -> int:
     return 0
 
 
-def print_table(rows: list[dict]) -> None:
-    cells = [[_cell(job, key, width) for _, key, width in COLUMNS] for job in rows]
-    header = [title for title, _, _ in COLUMNS]
-    widths = [max(len(row[i]) for row in [header, *cells]) for i in range(len(header))]
-    for row in [header, *cells]:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-
-
-def _cell(job: dict, key: str, width: int) -> str:
-    value = job.get(key)
-    if value in (None, ""):
-        return "-"
-    text = _local_time(value) if key == "status_changed" else str(value)
-    text = " ".join(text.split())  # one line per job
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _local_time(value: Any) -> str:
-    try:
-        when = datetime.datetime.fromisoformat(str(value))
-    except ValueError:
-        return str(value)
-    if when.tzinfo is not None:
-        when = when.astimezone()
-    return when.strftime("%Y-%m-%d %H:%M:%S")
-
-
 # --- kill, reschedule ----------------------------------------------------------------------------
 
 
 def kill(args) -> int:
-    return _act(args.ids, "kill", "killed")
+    return _act(args, "kill", "killed")
 
 
 def reschedule(args) -> int:
-    return _act(args.ids, "reschedule", "rescheduled")
+    return _act(args, "reschedule", "rescheduled")
 
 
-def _act(ids: list[int], action: str, done: str) -> int:
+def _act(args, action: str, done: str) -> int:
     client = connect()
+    if args.group is not None:
+        return _act_on_group(client, args, action, done)
+    if not args.ids:
+        raise CliError("which jobs? give their ids, or --group (the last submission)")
     refused = 0
-    for job in ids:
+    for job in args.ids:
         try:
             answer = client.call("POST", f"/jobs/{job}/{action}/")
         except CliError as exc:
@@ -284,3 +204,51 @@ def _act(ids: list[int], action: str, done: str) -> int:
             continue
         print(f"job {job} {done}: {(answer or {}).get('status', '?')}")
     return EXIT_USAGE if refused else 0
+
+
+# What each action leaves alone in a group: a kill, the jobs that ended; a reschedule, all
+# but the failed ones (the only state a user sends back).
+LEFT_ALONE = {
+    "kill": lambda state: state in watch.FINAL_STATES,
+    "reschedule": lambda state: state != "failed",
+}
+
+
+def _act_on_group(client: Client, args, action: str, done: str) -> int:
+    ids, label = watch.job_ids(client, args)
+    found, missing = groups.fetch(client, ids)
+    skip = LEFT_ALONE[action]
+    wanted = [job["id"] for job in found if not skip(job.get("status"))]
+    left = [job for job in found if skip(job.get("status"))]
+    acted, refused = groups.act(client, action, wanted) if wanted else ([], {})
+    line = f"{len(acted)} of {len(ids)} jobs{label} {done}"
+    if left:
+        line += f"; left alone: {count_states(left)}"
+    print(line)
+    for job, reason in sorted(refused.items()):
+        say(f"job {job}: {reason}")
+    if missing:
+        say(f"not found (purged, or not yours): job {', '.join(map(str, missing))}")
+    return EXIT_USAGE if refused or missing else 0
+
+
+# --- groups --------------------------------------------------------------------------------------
+
+
+def list_groups(args) -> int:
+    """The groups recorded here, for every server (the newest last)."""
+    recorded = groups.recorded()
+    if args.json:
+        print_json(recorded)
+        return 0
+    if not recorded:
+        say(f"no groups recorded in {groups.groups_dir()}")
+        return 0
+    for group in recorded[-args.limit :] if args.limit else recorded:
+        jobs = group["jobs"]
+        span = f"{jobs[0]}" if len(jobs) == 1 else f"{min(jobs)}-{max(jobs)}"
+        print(
+            f"{group['group']:>4}  {when(group.get('submitted')):<12}  {len(jobs):>5} jobs "
+            f"({span})  {group.get('what') or ''}  {group.get('url')}"
+        )
+    return 0
