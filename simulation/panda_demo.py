@@ -170,10 +170,29 @@ def _datasets() -> list[dict]:
                 {"storage": "CERN-PROD_DATADISK", "files": 400, "size_gb": 800.0, "complete": True},
                 {"storage": "PIC_DATADISK", "files": 120, "size_gb": 240.0},
             ],
-        }
+        },
+        {
+            # A part of it, as a task of a few jobs reads: a job's share of the whole dataset
+            # (100 GB for 8 jobs) is more than any production queue's work directory takes, so
+            # such a task was never brokered (every queue skipped by the disk check).
+            "name": SMALL_DATASET,
+            "n_files": 16,
+            "size_gb": 32.0,
+            "replicas": [
+                {"storage": "CERN-PROD_DATADISK", "files": 16, "size_gb": 32.0, "complete": True},
+                {"storage": "RAL-LCG2_DATADISK", "files": 16, "size_gb": 32.0, "complete": True},
+            ],
+        },
     ]
 
 
+SMALL_DATASET = "mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514_tid38712345_00"
+# The most input a production job of the demo reads (GB): the production queues' work
+# directories take 20 GB per core, with the job's output and work space.
+MAX_INPUT_GB_PER_JOB = 8.0
+
+# The demo's first tasks, sized for the shares of their owners (erin in lhcb_mc: 0.6 % of the
+# grid): a few jobs of minutes each, so that they end within the simulated day.
 DEMO_TASKS = [
     {
         "name": "mc23.ttbar.simul",
@@ -181,12 +200,12 @@ DEMO_TASKS = [
         "priority": 600,
         "core_count": 8,
         "ram_count": 2000,
-        "cpu_time": 300.0,
-        "n_jobs": 100,
+        "cpu_time": 30.0,
+        "n_jobs": 8,
         "n_events_per_job": 100,
         "release": "Athena-24.0.30",
         "architecture": "x86_64-el9-gcc13-opt",
-        "inputs": ["mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514"],
+        "inputs": [SMALL_DATASET],
     },
     {
         "name": "mc23.jets.evgen",
@@ -194,8 +213,8 @@ DEMO_TASKS = [
         "priority": 500,
         "core_count": 1,
         "ram_count": 1500,
-        "cpu_time": 50.0,
-        "n_jobs": 30,
+        "cpu_time": 5.0,
+        "n_jobs": 6,
         "n_events_per_job": 500,
     },
     {
@@ -204,8 +223,8 @@ DEMO_TASKS = [
         "priority": 700,
         "core_count": 1,
         "ram_count": 3000,
-        "cpu_time": 10.0,
-        "n_jobs": 5,
+        "cpu_time": 1.0,
+        "n_jobs": 3,
         "n_events_per_job": 1000,
         "architecture": "#&nvidia:model=.*A100.*:vram>=40960:cuda>=12.0:driver>=575.0",
     },
@@ -220,8 +239,8 @@ DEMO_ANALYSIS_TASKS = [
         "priority": 1000,
         "task_class": "A",
         "ram_count": 2000,
-        "cpu_time": 20.0,
-        "n_jobs": 12,
+        "cpu_time": 10.0,
+        "n_jobs": 4,
         "n_events_per_job": 200,
         "inputs": ["mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514"],
     }

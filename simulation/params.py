@@ -22,7 +22,7 @@ _reg(
 _reg(
     "SimProductionTasksPerHour",
     FLOAT,
-    6.0,
+    2.0,
     "Production tasks per simulated hour.",
     minimum=0,
     maximum=10_000,
@@ -30,7 +30,7 @@ _reg(
 _reg(
     "SimAnalysisTasksPerHour",
     FLOAT,
-    4.0,
+    2.0,
     "Analysis tasks per simulated hour.",
     minimum=0,
     maximum=10_000,

@@ -27,13 +27,20 @@ from matcher.models import Job
 from pilots.director import poisson
 from pilots.models import Pilot, PilotStatus
 from simulation import demo as demo_world
+from simulation import panda_demo
 
 USERS = [  # (user, group, share of the arrivals)
     ("alice", "lhcb_user", 3),
     ("bob", "lhcb_user", 2),
-    ("carol", "lhcb_mc", 2),
     ("dave", "lhcb_data", 3),
 ]
+# Who submits the simulated PanDA tasks: (user, group, share of the arrivals). A task's jobs
+# wait in its owner's TaskQueues at UserPriority 1, sharing the owner's priority with the
+# owner's other waiting jobs (shares.priorities); the demo's PanDA users own no other (the
+# demo's PANDA_USERS), so their tasks run. Most production goes to lhcb_data, whose share
+# carries it beside dave's jobs; lhcb_mc's small share (0.6 %) runs a little of it.
+PRODUCTION_SUBMITTERS = [("dave", "lhcb_data", 4), ("erin", "lhcb_mc", 1)]
+ANALYSIS_SUBMITTERS = [("carol", "lhcb_user", 1)]
 # The demo's work mix, shared with the jobs `manage.py demo` leaves waiting (simulation.demo).
 CPU_TIMES, DEMO_SITES, SITE_RESTRICTED_FRACTION = (
     demo_world.CPU_TIMES,
@@ -166,21 +173,38 @@ def arrive_jobs(rng: random.Random, n: int) -> int:
     return sum(len(specs) for _, specs in by_user.values())
 
 
+def _submitters(people) -> list[tuple]:
+    """(user, group, weight) of those named who exist and belong to the group."""
+    from shares.models import GridGroup, User
+
+    users = {u.username: u for u in User.objects.filter(username__in=[u for u, *_ in people])}
+    groups = {g.name: g for g in GridGroup.objects.filter(name__in=[g for _, g, _ in people])}
+    return [
+        (users[u], groups[g], w)
+        for u, g, w in people
+        if u in users and g in groups and users[u].grid_groups.filter(pk=groups[g].pk).exists()
+    ]
+
+
 def arrive_tasks(rng: random.Random, production: int, analysis: int) -> int:
+    """Production and analysis tasks sized for the demo's grid: a few short jobs each (50 to
+    600 s of simulated run time), so that the PanDA users' shares run them within the hour
+    they arrive in rather than piling them up at the queues (bench/demo_health.py)."""
     from brokerage.models import Dataset, PandaQueue
     from brokerage.services.submission import submit_task
-    from shares.models import GridGroup, User
 
     if not PandaQueue.objects.exists():
         return 0
     made = 0
     datasets = list(Dataset.objects.all()[:5])
-    for _ in range(production):
-        owner = User.objects.filter(username=rng.choice(["erin", "carol"])).first()
-        group = GridGroup.objects.filter(name="lhcb_mc").first()
-        if owner is None or group is None:
-            break
+    top = panda_demo.MAX_INPUT_GB_PER_JOB
+    producers = _submitters(PRODUCTION_SUBMITTERS)
+    for _ in range(production if producers else 0):
+        owner, group, _w = rng.choices(producers, weights=[w for *_, w in producers])[0]
         kind = rng.choice(["simul", "evgen", "reco"])
+        n_jobs = rng.randint(3, 12)
+        # Input only where a job's share of it fits the queues' work directories.
+        readable = [d for d in datasets if d.size_gb <= top * n_jobs]
         submit_task(
             owner,
             {
@@ -191,17 +215,15 @@ def arrive_tasks(rng: random.Random, production: int, analysis: int) -> int:
                 "core_count": rng.choice([1, 8]),
                 "ram_count": rng.choice([1000, 2000]),
                 "cpu_time": rng.uniform(5, 60),
-                "n_jobs": rng.randint(5, 30),
+                "n_jobs": n_jobs,
                 "n_events_per_job": 100,
             },
-            [(rng.choice(datasets), True)] if datasets and rng.random() < 0.3 else [],
+            [(rng.choice(readable), True)] if readable and rng.random() < 0.3 else [],
         )
         made += 1
-    for _ in range(analysis):
-        owner = User.objects.filter(username=rng.choice(["alice", "bob"])).first()
-        group = GridGroup.objects.filter(name="lhcb_user").first()
-        if owner is None or group is None:
-            break
+    analysts = _submitters(ANALYSIS_SUBMITTERS)
+    for _ in range(analysis if analysts else 0):
+        owner, group, _w = rng.choices(analysts, weights=[w for *_, w in analysts])[0]
         submit_task(
             owner,
             {
@@ -213,7 +235,7 @@ def arrive_tasks(rng: random.Random, production: int, analysis: int) -> int:
                 "task_class": rng.choice(["A", "B", "C"]),
                 "ram_count": 2000,
                 "cpu_time": rng.uniform(5, 30),
-                "n_jobs": rng.randint(3, 15),
+                "n_jobs": rng.randint(3, 10),
                 "n_events_per_job": 100,
             },
             [],
