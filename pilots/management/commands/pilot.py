@@ -115,7 +115,7 @@ class Command(BaseCommand):
         ran = f"ran {done} jobs, {failed} failed"
         if lost:
             jobs = ", ".join(str(j) for j in lost)
-            final, reason = "Failed", f"{LIFETIME_ENDED} during job {jobs} (rescheduled); {ran}"
+            final, reason = "Failed", f"{LIFETIME_ENDED} during job {jobs} (given back); {ran}"
         else:
             final, reason = "Done", ran
         client.post(pilot_path, {"status": final, "reason": reason})
