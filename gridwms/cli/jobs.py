@@ -247,8 +247,9 @@ def list_groups(args) -> int:
     for group in recorded[-args.limit :] if args.limit else recorded:
         jobs = group["jobs"]
         span = f"{jobs[0]}" if len(jobs) == 1 else f"{min(jobs)}-{max(jobs)}"
+        count = f"{len(jobs)} job{'' if len(jobs) == 1 else 's'}"
         print(
-            f"{group['group']:>4}  {when(group.get('submitted')):<12}  {len(jobs):>5} jobs "
-            f"({span})  {group.get('what') or ''}  {group.get('url')}"
+            f"{group['group']:>4}  {when(group.get('submitted')):<12}  {count:>10} ({span})  "
+            f"{group.get('what') or ''}  {group.get('url')}"
         )
     return 0

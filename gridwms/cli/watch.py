@@ -102,15 +102,15 @@ def why(args) -> int:
         return 0
     name = f" ({job['name']})" if job.get("name") else ""
     print(f"job {job['id']}{name}: {headline(job)}")
+    spent = real_durations(job)
+    if spent:
+        print(spent)
     if analysis is not None:
         for line in explain(analysis):
             print(line)
         queue = _task_queue(client, job.get("task_queue"))
         if queue:
-            print(
-                f"Its TaskQueue {queue['id']} has priority {queue.get('priority')} and "
-                f"{queue.get('waiting_jobs')} waiting jobs."
-            )
+            print(describe_queue(queue))
     for warning in job.get("warnings") or []:
         print(f"warning: {warning}")
     history = job.get("history") or []
@@ -121,6 +121,20 @@ def why(args) -> int:
             reason = f"  {change['reason']}" if change.get("reason") else ""
             print(f"  {stamp(change, 'at'):<28}  {step}{reason}")
     return 0
+
+
+def real_durations(job: dict) -> str:
+    """'It waited 12 min for a pilot, then ran 3 min (real time).', from the server's real
+    seconds (none from a server that gives none, or of times the simulated clock stood)."""
+    waited, ran = job.get("waited_seconds"), job.get("ran_seconds")
+    parts = []
+    if waited is not None:
+        verb = "has waited" if waits(job) else "waited"
+        parts.append(f"{verb} {duration(waited)} for a pilot")
+    if ran is not None:
+        verb = "has run" if job.get("status") in RUNNING_STATES else "ran"
+        parts.append(f"{verb} {duration(ran)}")
+    return f"It {', then '.join(parts)} (real time)." if parts else ""
 
 
 def waits(job: dict) -> bool:
@@ -160,7 +174,7 @@ def explain(analysis: dict) -> list[str]:
         names = _names(fit)
         lines.append(
             f"{len(fit)} of {len(ces)} active CEs can take it ({names}): it waits for one of "
-            "their pilots to ask, behind higher-priority work."
+            "their pilots to ask for work and draw its TaskQueue."
         )
     else:
         lines.append(f"None of the {len(ces)} active CEs can take it:")
@@ -180,6 +194,13 @@ def _names(rows: list[dict]) -> str:
     names = [f"{row.get('ce')}" for row in rows[:SHOWN_CES]]
     more = len(rows) - SHOWN_CES
     return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+
+def describe_queue(queue: dict) -> str:
+    priority, waiting = queue.get("priority"), queue.get("waiting_jobs")
+    shown = f"{priority:.4g}" if isinstance(priority, (int, float)) else str(priority)
+    jobs = f"{waiting} waiting job{'' if waiting == 1 else 's'}"
+    return f"Its TaskQueue {queue.get('id')} has priority {shown} and {jobs}."
 
 
 def _task_queue(client: Client, queue: int | None) -> dict | None:
