@@ -87,6 +87,7 @@ RESULT_FIELDS = (
     "wall_seconds",
     "peak_memory_kb",
     "hostname",
+    "output_truncated",
 )
 
 
@@ -182,6 +183,9 @@ class Job(Requirements):
     wall_seconds = models.FloatField(null=True, blank=True, default=None, db_default=None)
     peak_memory_kb = models.BigIntegerField(null=True, blank=True, default=None, db_default=None)
     hostname = models.CharField(max_length=255, blank=True, default="", db_default="")
+    # What of its outputs its pilot cut or left out (over MaxOutputSandboxBytes), or why none
+    # went up: empty when everything it wrote is there.
+    output_truncated = models.CharField(max_length=1024, blank=True, default="", db_default="")
     kill_requested = models.BooleanField(default=False, db_default=False)
     output_tail = models.TextField(blank=True, default="", db_default="")
     reschedule_count = models.PositiveSmallIntegerField(default=0)

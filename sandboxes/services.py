@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.core.files.storage import storages
@@ -106,13 +107,8 @@ def check_inputs(files: Sequence) -> None:
 
 
 def check_input_bytes(total: int) -> None:
-    limit = gdpconfig.get("MaxInputSandboxBytes")
-    if total > limit:
-        raise SandboxError(
-            "input_sandbox",
-            f"{total} bytes; at most {limit} (the MaxInputSandboxBytes parameter)",
-            status=413,
-        )
+    if total > gdpconfig.get("MaxInputSandboxBytes"):
+        raise SandboxError("input_sandbox", input_over_limit(total), status=413)
 
 
 def submit_with_inputs(user, spec: dict, files: Sequence) -> list[Job]:
@@ -193,14 +189,30 @@ def output_name(part: Part) -> str:
     return name
 
 
-def check_output_bytes(total: int) -> None:
+# Room for an upload's own bytes (boundaries, part headers, the reference) over its files.
+FORM_SLACK = 1024 * 1024
+
+
+def output_budget() -> int:
+    """The most bytes a job's outputs may upload together: MaxOutputSandboxBytes, and within
+    what the web server takes of one upload (settings.UPLOAD_MAX_BYTES) with room for the form."""
     limit = gdpconfig.get("MaxOutputSandboxBytes")
-    if total > limit:
-        raise SandboxError(
-            "output",
-            f"{total} bytes; at most {limit} (the MaxOutputSandboxBytes parameter)",
-            status=413,
-        )
+    server = getattr(settings, "UPLOAD_MAX_BYTES", None)
+    return limit if server is None else max(0, min(limit, server - FORM_SLACK))
+
+
+def output_over_limit(total: int) -> str:
+    return f"{total} bytes; at most {output_budget()} (the MaxOutputSandboxBytes parameter)"
+
+
+def input_over_limit(total: int) -> str:
+    limit = gdpconfig.get("MaxInputSandboxBytes")
+    return f"{total} bytes; at most {limit} (the MaxInputSandboxBytes parameter)"
+
+
+def check_output_bytes(total: int) -> None:
+    if total > output_budget():
+        raise SandboxError("output", output_over_limit(total), status=413)
 
 
 def stage_outputs(job_id: int, parts: Sequence[Part]) -> list[SandboxFile]:

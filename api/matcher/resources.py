@@ -166,6 +166,10 @@ class PayloadSerializer(serializers.Serializer):
         help_text="The job's CPU time times PayloadWallFactor; the pilot takes the lesser of "
         "this and its own time left."
     )
+    max_output_bytes = serializers.IntegerField(
+        help_text="The most bytes its outputs may upload (MaxOutputSandboxBytes): over it, the "
+        "pilot keeps the head and tail of stdout and stderr and the files that fit."
+    )
 
     @staticmethod
     def describe(job) -> dict | None:
@@ -180,6 +184,7 @@ class PayloadSerializer(serializers.Serializer):
             "stdout_name": job.stdout_name,
             "stderr_name": job.stderr_name,
             "wall_limit_seconds": float(job.cpu_time * gdpconfig.get("PayloadWallFactor")),
+            "max_output_bytes": sandboxes.output_budget(),
         }
 
 

@@ -21,14 +21,20 @@ from api.core.authentication import CachedTokenAuthentication
 from api.core.codec import JsonOnlyNegotiation, OrjsonRenderer
 from api.pilots.access import credential_job, pilot_job
 from api.sandboxes.parsers import SandboxMultiPartParser, with_suffix
-from core import gdpconfig
 from matcher.lifecycle import CANCELLED, CLAIMED_STATES, RUNNING_STATES
 from matcher.models import Job
 from sandboxes import services as sandboxes
+from sandboxes.uploads import drain
 
 OUTPUT_PARTS = ("stdout", "stderr", "output")
-# Room for the form's own bytes (boundaries, headers, the reference) over the files' limit.
-FORM_SLACK = 1024 * 1024
+
+
+def too_big(message: str) -> Response:
+    """413 with the limit in bytes: the pilot cuts its outputs to it."""
+    return Response(
+        {"output": [message], "limit": sandboxes.output_budget()},
+        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    )
 
 
 def _conflict(job_id: int, where: str) -> Response:
@@ -118,7 +124,10 @@ class PilotSandboxMixin:
             400: OpenApiResponse(description="a bad part, named"),
             403: OpenApiResponse(description="not the pilot that claimed the job"),
             409: OpenApiResponse(description="no pilot holds the job"),
-            413: OpenApiResponse(description="output over MaxOutputSandboxBytes"),
+            413: OpenApiResponse(
+                description="output over MaxOutputSandboxBytes; `limit` says it in bytes (the "
+                "pilot cuts its outputs to it and uploads again)"
+            ),
         },
     )
     @action(
@@ -133,16 +142,13 @@ class PilotSandboxMixin:
     def output(self, request, pk=None):
         """The job's pilot uploads its stdout, stderr and output sandbox files, shown once its
         final status report arrives (a pilot dying meanwhile leaves nothing shown)."""
-        limit = gdpconfig.get("MaxOutputSandboxBytes")
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        if length > limit + FORM_SLACK:
-            return Response(
-                {"output": [f"{length} bytes; at most {limit} (MaxOutputSandboxBytes)"]},
-                status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-            )
+        if length > sandboxes.output_budget() + sandboxes.FORM_SLACK:
+            drain(request, length)  # the pilot reads the 413 and its limit, not a broken pipe
+            return too_big(sandboxes.output_over_limit(length))
         if not (request.content_type or "").startswith("multipart/form-data"):
             raise UnsupportedMediaType(request.content_type)
         # Who asks, before the body is parsed: its files would be spooled to disk first. The
@@ -181,5 +187,7 @@ class PilotSandboxMixin:
         try:
             rows = sandboxes.stage_outputs(job.pk, parts)
         except sandboxes.SandboxError as exc:
+            if exc.status == status.HTTP_413_REQUEST_ENTITY_TOO_LARGE:
+                return too_big(exc.message)
             return Response({exc.field: [exc.message]}, status=exc.status)
         return Response({"files": [{"name": r.name, "size": r.size} for r in rows]})

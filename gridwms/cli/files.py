@@ -1,4 +1,8 @@
-"""log (once, or following a running job) and get (the output sandbox, into one directory)."""
+"""log (once, or following a running job) and get (the output sandbox, into one directory).
+
+`get` exits with EXIT_INCOMPLETE (3) when what it brought is not all the job wrote: its pilot
+cut or left out outputs over MaxOutputSandboxBytes, or none came back from a payload that ran;
+it says what."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from gridwms.cli.jobs import say
 FINAL_STATES = frozenset({"finished", "failed", "cancelled", "closed"})
 NAME_BYTES = 255  # a file name's length on most file systems
 FOLLOW_RETRIES = 5  # server errors in a row that end `log --follow`
+EXIT_INCOMPLETE = 3  # `get`: the job's outputs are not all there
 
 
 # --- log -----------------------------------------------------------------------------------------
@@ -128,10 +133,16 @@ def get(args) -> int:
 
 def _get(args) -> int:
     client = connect()
+    job = client.call("GET", f"/jobs/{args.id}/") or {}
     listing = client.call("GET", f"/jobs/{args.id}/sandbox/")
     entries = listing.get("results", []) if isinstance(listing, dict) else listing or []
+    missing = incomplete(args.id, job, bool(entries))
     if not entries:
-        say(f"job {args.id} has no output files (yet)")
+        if missing:
+            say(missing)
+            return EXIT_INCOMPLETE
+        ended = job.get("status") in FINAL_STATES
+        say(f"job {args.id} has no output files" + ("" if ended else " yet"))
         return 0
     shown_root = args.dir or f"job_{args.id}"
     root = Path(shown_root)
@@ -144,7 +155,21 @@ def _get(args) -> int:
         target = prepare(root, parts)
         size = download(client, source(client, args.id, entry), target)
         print(f"{os.path.join(shown_root, *parts)}  ({size} bytes)")
+    if missing:
+        say(missing)
+        return EXIT_INCOMPLETE
     return 0
+
+
+def incomplete(job_id: int, job: dict, any_files: bool) -> str | None:
+    """What is missing of the job's outputs, said for the user; None when nothing is."""
+    truncated = str(job.get("output_truncated") or "")
+    if truncated:
+        return f"job {job_id}: output truncated: {truncated}"
+    ran = job.get("wall_seconds") is not None and bool(job.get("executable"))
+    if not any_files and ran and job.get("status") in FINAL_STATES:
+        return f"job {job_id} ran, but none of its output came back"
+    return None
 
 
 def safe_parts(name: str) -> list[str]:

@@ -20,10 +20,11 @@
    killed (nothing of a job outlives it on the node; a process that made itself a new session
    escapes this). Then the output sandbox (stdout, stderr, the files the `output_sandbox`
    patterns match inside the working directory, see `sandbox.output_files`) is uploaded as one
-   streamed multipart POST, and the final status is reported with `exit_code`,
-   `application_status` (the convention is in `sandbox`'s docstring), `cpu_seconds`,
-   `wall_seconds`, `peak_memory_kb` and `hostname`. An upload the server refuses is logged and
-   named in the report's reason; the job is reported all the same.
+   streamed multipart POST, cut to the server's limit when over it (`outputs`), and the final
+   status is reported with `exit_code`, `application_status` (the convention is in `sandbox`'s
+   docstring), `cpu_seconds`, `wall_seconds`, `peak_memory_kb`, `hostname` and, when anything
+   was cut or left out or the upload failed, `output_truncated` saying what ("output
+   truncated" or the upload's failure in the reason too); the job is reported all the same.
 
 The executable: an absolute path; a relative path with a `/`, inside the working directory; or a
 bare name: the working directory's file of that name if there is one (an input sandbox file,
@@ -32,12 +33,13 @@ Not found: the job fails with exit code 127; found but not runnable: 126. Either
 is written to the stderr file as well, so the user reads it there too.
 
 Exit codes: a payload ended by a signal reports 128 + the signal's number (the shell's way).
-CPU time and peak memory come from `os.wait4` on the payload's main process: its own use and
-that of the descendants it waited for (ru_maxrss is in kilobytes on Linux).
+CPU time and peak memory are the payload's: `launcher` (which starts it) says why and how,
+and its process group is sampled from /proc while it runs too (`usage`).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
@@ -55,8 +57,11 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-from .sandbox import application_status, inside, output_files, output_tail, plain_name
-from .transport import Client, FilePart
+from .launcher import Launched
+from .outputs import upload_outputs
+from .sandbox import application_status, inside, output_tail, plain_name
+from .transport import Client
+from .usage import TreeUsage, kilobytes
 
 DEFAULT_STDOUT = "std.out"
 DEFAULT_STDERR = "std.err"
@@ -94,6 +99,7 @@ class Payload:
     stdout_name: str = DEFAULT_STDOUT
     stderr_name: str = DEFAULT_STDERR
     wall_limit_seconds: float | None = None
+    max_output_bytes: int | None = None  # the server's MaxOutputSandboxBytes
 
     @classmethod
     def from_answer(cls, raw: dict) -> Payload:
@@ -109,6 +115,7 @@ class Payload:
             stdout_name=stdout_name if plain_name(stdout_name) else DEFAULT_STDOUT,
             stderr_name=stderr_name if plain_name(stderr_name) else DEFAULT_STDERR,
             wall_limit_seconds=float(limit) if limit is not None else None,
+            max_output_bytes=_count(raw.get("max_output_bytes")),
         )
 
 
@@ -125,6 +132,7 @@ class Outcome:
     peak_memory_kb: int = 0
     hostname: str = field(default_factory=socket.gethostname)
     uploaded: list[str] = field(default_factory=list)
+    output_truncated: str = ""  # what of the outputs was cut or left out, or why none went up
     reported: bool = False
     pilot_failure: bool = False  # stopped because the pilot's lifetime ended, not the job's
 
@@ -148,7 +156,13 @@ class Outcome:
             body["application_status"] = self.application_status
         if self.pilot_failure:
             body["pilot_failure"] = True
+        if self.output_truncated:
+            body["output_truncated"] = self.output_truncated
         return body
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 class InputError(Exception):
@@ -200,9 +214,12 @@ def _run_in(
     outcome = execute(client, path, reference, payload, workdir, options)
     if outcome.pilot_failure:  # the job runs again elsewhere: nothing of this attempt is kept
         return outcome, True
-    outcome.uploaded, problem = upload_outputs(client, path, reference, payload, workdir, options)
-    if problem:
-        outcome.reason = f"{outcome.reason}; {problem}"
+    upload = upload_outputs(client, path, reference, payload, workdir, options)
+    outcome.uploaded, outcome.output_truncated = upload.names, upload.truncated
+    if upload.problem:
+        outcome.reason = f"{outcome.reason}; {upload.problem}"
+    elif upload.truncated:
+        outcome.reason = f"{outcome.reason}; output truncated"
     return outcome, True
 
 
@@ -298,14 +315,17 @@ def resolve_executable(executable: str, workdir: str, search_path: str) -> str:
 
 
 class Running:
-    """A started payload, the leader of its own process group (pgid = its pid)."""
+    """A started payload: its launcher (`launcher`), the leader of their own process group
+    (pgid = its pid), ends as the payload does and says what the payload used."""
 
-    def __init__(self, proc: subprocess.Popen):
+    def __init__(self, proc: subprocess.Popen, launched: Launched | None = None):
         self.proc = proc
         self.pid = proc.pid
+        self.launched = launched
         self.started = time.monotonic()
         self.ended: float | None = None
         self.usage = None
+        self.tree = TreeUsage(proc.pid, skip=proc.pid if launched else None)
 
     @classmethod
     def start(
@@ -313,9 +333,9 @@ class Running:
     ) -> Running:
         with open(out, "wb") as stdout, nullcontext() if err == out else open(err, "wb") as e:
             try:
-                proc = subprocess.Popen(
+                launched = Launched.start(
+                    executable,
                     argv,
-                    executable=executable,
                     cwd=workdir,
                     env=env,
                     stdin=subprocess.DEVNULL,
@@ -324,11 +344,16 @@ class Running:
                     start_new_session=True,
                     close_fds=True,
                 )
-            except FileNotFoundError as exc:
-                raise LaunchError(127, f"executable not found: {argv[0]} ({exc})") from exc
             except (OSError, ValueError) as exc:
                 raise LaunchError(126, f"executable not runnable: {argv[0]} ({exc})") from exc
-        return cls(proc)
+        if launched.payload_pid is None:  # its exec failed: nothing ran
+            launched.proc.wait()
+            launched.finish()
+            code, text = launched.failure or (0, "the launcher ended")
+            if code == errno.ENOENT:
+                raise LaunchError(127, f"executable not found: {argv[0]} ({text})")
+            raise LaunchError(126, f"executable not runnable: {argv[0]} ({text})")
+        return cls(launched.proc, launched)
 
     def watch(self, limit: float, kill_requested: threading.Event, grace: float) -> str | None:
         """Wait until the payload ends (None), passes its limit ("wall") or a kill is requested
@@ -338,6 +363,7 @@ class Running:
         cause = None
         try:
             while not self._ended():
+                self.tree.sample()
                 if kill_requested.is_set():
                     cause = "kill"
                     break
@@ -368,6 +394,15 @@ class Running:
         until = time.monotonic() + grace
         while not self._ended() and time.monotonic() < until:
             time.sleep(POLL)
+        payload = self.launched.payload_pid if self.launched else None
+        if payload and not self._ended():  # the payload alone, so its launcher can say its use
+            try:
+                os.kill(payload, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            until = time.monotonic() + 1.0
+            while not self._ended() and time.monotonic() < until:
+                time.sleep(POLL)
 
     def _signal_group(self, sig: int) -> None:
         try:
@@ -381,6 +416,8 @@ class Running:
             self.proc.returncode = os.waitstatus_to_exitcode(status)
         except ChildProcessError:
             self.proc.returncode = self.proc.returncode if self.proc.returncode is not None else -9
+        if self.launched:
+            self.launched.finish()
         if self.ended is None:
             self.ended = time.monotonic()
 
@@ -400,16 +437,17 @@ class Running:
             return f"signal {-code}"
 
     def measured(self) -> dict:
-        usage = self.usage
-        cpu = usage.ru_utime + usage.ru_stime if usage else 0.0
-        rss = usage.ru_maxrss if usage else 0
-        if sys.platform == "darwin":  # bytes there
-            rss //= 1024
+        usage, told = self.usage, self.launched
+        if told and told.maxrss is not None:  # the payload's own, from its launcher
+            cpu, peak = told.cpu or 0.0, max(self.tree.sampled_kb, kilobytes(told.maxrss))
+        else:  # its launcher was killed: the group as sampled
+            cpu = usage.ru_utime + usage.ru_stime if usage else 0.0
+            peak = self.tree.peak_kb(usage.ru_maxrss if usage else 0)
         return {
             "exit_code": self.exit_code,
             "cpu_seconds": cpu,
             "wall_seconds": (self.ended or time.monotonic()) - self.started,
-            "peak_memory_kb": int(rss),
+            "peak_memory_kb": peak,
         }
 
 
@@ -500,33 +538,3 @@ def _seconds(value: float) -> str:
         return "no"
     rounded = round(value, 1)
     return str(int(rounded)) if rounded.is_integer() else str(rounded)
-
-
-def upload_outputs(
-    client: Client, path: str, reference: str, payload: Payload, workdir: str, options: Options
-) -> tuple[list[str], str | None]:
-    """Upload stdout, stderr and the output sandbox's files as one multipart POST: the names
-    uploaded, and what went wrong if the upload did not go through."""
-    parts = []
-    streams = [("stdout", payload.stdout_name)]
-    if payload.stderr_name != payload.stdout_name:
-        streams.append(("stderr", payload.stderr_name))
-    for part, name in streams:
-        full = os.path.join(workdir, name)
-        if os.path.isfile(full) and inside(workdir, full):
-            parts.append(FilePart(part, name, full))
-    skip = {payload.stdout_name, payload.stderr_name}
-    for rel in output_files(workdir, payload.output_sandbox, skip, options.log):
-        parts.append(FilePart("output", rel.replace(os.sep, "/"), os.path.join(workdir, rel)))
-    fields = [("pilot_reference", reference)]
-    try:
-        # The reference in the query string too: the server checks it before taking the body.
-        query = urllib.parse.urlencode({"pilot_reference": reference})
-        code, answer = client.post_multipart(f"{path}/output/?{query}", fields, parts)
-    except OSError as exc:
-        options.log(f"{path}: the output sandbox upload failed: {exc}")
-        return [], f"output sandbox not uploaded: {exc}"
-    if code != 200:
-        options.log(f"{path}: the output sandbox upload was answered {code} {answer}")
-        return [], f"output sandbox refused ({code})"
-    return [p.filename for p in parts], None

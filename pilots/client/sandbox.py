@@ -120,3 +120,79 @@ def _regular_file(path: str) -> bool:
 def _say(log, message: str) -> None:
     if log is not None:
         log(message)
+
+
+# --- outputs over the server's limit -------------------------------------------------------------
+
+# A cut stream keeps its head and tail joined by this line (the sizes at their widest).
+CUT_MARK = "\n[gridwms pilot: {cut} of this stream's {size} bytes were cut here (over {limit})]\n"
+LINE_SNAP = 4096  # how far a cut moves to fall at a line's end
+
+
+def fit_outputs(
+    streams: list[tuple[str, int]], files: list[tuple[str, int]], budget: int
+) -> tuple[dict[str, int], list[str]]:
+    """What of the outputs a pilot uploads within `budget` bytes: the bytes kept of each
+    stream (name, size), fewer than its size when it is cut, and the files (name, size, in
+    the order given) left out. Everything fits: everything is kept. Otherwise half the budget
+    is the streams' first (an equal share each, as much as they need of it); the files follow,
+    whole, each that still fits; what is left goes back to the streams that were cut."""
+    total = sum(size for _, size in streams) + sum(size for _, size in files)
+    if total <= budget:
+        return {name: size for name, size in streams}, []
+    share = budget // (2 * len(streams)) if streams else 0
+    keep = {name: min(size, share) for name, size in streams}
+    room = budget - sum(keep.values())
+    left_out = []
+    for name, size in files:
+        if size <= room:
+            room -= size
+        else:
+            left_out.append(name)
+    wanting = {name: size for name, size in streams if size > keep[name]}
+    while room > 0 and wanting:
+        each = max(1, room // len(wanting))
+        for name in sorted(wanting, key=lambda n: wanting[n] - keep[n]):
+            more = min(each, wanting[name] - keep[name], room)
+            keep[name] += more
+            room -= more
+        wanting = {n: s for n, s in wanting.items() if s > keep[n]}
+    return keep, left_out
+
+
+def cut_copy(source: str, dest: str, size: int, keep: int, limit_name: str) -> int:
+    """Write into `dest` the head and tail of `source` (`size` bytes) in at most `keep` bytes,
+    joined by CUT_MARK, each cut moved to a line's end when one is near: the bytes written."""
+    mark_room = len(CUT_MARK.format(cut=size, size=size, limit=limit_name).encode())
+    if keep <= mark_room:
+        open(dest, "wb").close()  # no room even for the mark: the job's flag says it all
+        return 0
+    room = keep - mark_room
+    head_end, tail_start = room // 2, size - (room - room // 2)
+    with open(source, "rb") as src:
+        src.seek(max(0, head_end - LINE_SNAP))
+        window = src.read(head_end - max(0, head_end - LINE_SNAP))
+        newline = window.rfind(b"\n")
+        if newline >= 0:
+            head_end = head_end - len(window) + newline + 1
+        src.seek(tail_start)
+        window = src.read(min(LINE_SNAP, size - tail_start))
+        newline = window.find(b"\n")
+        if 0 <= newline < len(window) - 1:
+            tail_start += newline + 1
+        mark = CUT_MARK.format(cut=tail_start - head_end, size=size, limit=limit_name).encode()
+        with open(dest, "wb") as out:
+            _copy(src, out, 0, head_end)
+            out.write(mark)
+            _copy(src, out, tail_start, size - tail_start)
+    return head_end + len(mark) + size - tail_start
+
+
+def _copy(src, out, start: int, length: int) -> None:
+    src.seek(start)
+    while length > 0:
+        chunk = src.read(min(_LINE_CHUNK, length))
+        if not chunk:
+            break
+        out.write(chunk)
+        length -= len(chunk)

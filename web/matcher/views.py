@@ -183,7 +183,7 @@ def _submit(request, payload: dict, jdl: str = "", files=()):
 def _submit_jdl(request, jdl_form: JDLForm, files_form: JDLFilesForm) -> tuple[object, list]:
     """The pasted JDL and the files its InputSandbox names: (the job or None, errors)."""
     if not (jdl_form.is_valid() and files_form.is_valid()):
-        return None, [f"{k}: {m}" for k, ms in files_form.errors.items() for m in ms]
+        return None, []  # each form's errors are shown next to its field
     text = jdl_form.cleaned_data["jdl"]
     try:
         payload, names = parse_jdl(text, gdpconfig.get("MaxJDLAttributes"))
@@ -210,7 +210,22 @@ def job_submit(request):
     form = JobSubmitForm(user=request.user, initial={"user_priority": 1})
     jdl_form, files_form = JDLForm(), JDLFilesForm(prefix="jdl")
     jdl_errors: list[str] = []
-    if request.method == "POST":
+    # Files over the limit were read through and dropped (web.core.middleware): the form comes
+    # back with what was typed, the refusal next to its file field, nothing submitted.
+    dropped = getattr(request, "files_not_kept", None)
+    if request.method == "POST" and dropped is not None:
+        jdl = "jdl" in request.POST  # the body read: the files' bytes counted
+        refusal = sandboxes.input_over_limit(dropped.total)
+        if jdl:
+            jdl_form, files_form = JDLForm(request.POST), JDLFilesForm(request.POST, prefix="jdl")
+            jdl_form.is_valid()
+            files_form.is_valid()
+            files_form.add_error("input_sandbox", refusal)
+        else:
+            form = JobSubmitForm(request.POST, user=request.user)
+            form.is_valid()
+            form.add_error("input_sandbox", refusal)
+    elif request.method == "POST":
         if "jdl" in request.POST:
             jdl_form = JDLForm(request.POST)
             files_form = JDLFilesForm(request.POST, request.FILES, prefix="jdl")
