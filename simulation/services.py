@@ -193,7 +193,7 @@ def arrive_tasks(rng: random.Random, production: int, analysis: int) -> int:
     from brokerage.models import Dataset, PandaQueue
     from brokerage.services.submission import submit_task
 
-    if not PandaQueue.objects.exists():
+    if production + analysis <= 0 or not PandaQueue.objects.exists():
         return 0
     made = 0
     datasets = list(Dataset.objects.all()[:5])
