@@ -118,6 +118,18 @@ def test_a_host_starting_again_keeps_each_schedules_next_run_and_updates_its_int
     assert again.minutes == 2
 
 
+def test_new_schedules_come_due_on_the_wall_clock_even_with_the_simulated_clock_hours_ahead(db):
+    from django.core.management import call_command
+    from django.utils import timezone
+    from django_q.models import Schedule
+
+    clock.advance(6 * 3600)  # the simulated clock runs ahead of the wall clock
+    assert (clock.now() - timezone.now()).total_seconds() > 5 * 3600
+    call_command("setup_schedules")
+    next_run = Schedule.objects.get(name="cycle:priorities").next_run
+    assert abs((next_run - timezone.now()).total_seconds()) < 60
+
+
 def test_a_cycle_run_records_the_host_and_process_that_ran_it_and_the_cycles_page_shows_it(
     db, registered, settings, client, django_user_model
 ):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
+from django.utils import timezone
 from django_q.models import Schedule
 
-from core import clock
 from core.cycles import CYCLES
 from core.schedules import SCHEDULES
 
@@ -26,7 +26,8 @@ class Command(BaseCommand):
             _, created = Schedule.objects.update_or_create(
                 name=f"cycle:{kind}",
                 defaults=defaults,
-                create_defaults={**defaults, "next_run": clock.now()},
+                # django-q2 schedules on the wall clock, never the simulated one.
+                create_defaults={**defaults, "next_run": timezone.now()},
             )
             self.stdout.write(
                 f"{'created' if created else 'updated'} cycle:{kind} every {minutes} min"
