@@ -23,11 +23,12 @@ from django.db import transaction
 from django.db.models import Case, Count, Exists, OuterRef, Value, When
 
 from brokerage.models import Task, TaskJob, TaskStatus
+from brokerage.services import submission
 from core import clock
 from core.cycles import cycle
 from matcher import services as job_services
 from matcher.lifecycle import LIVE_STATES
-from matcher.models import FINAL_STATES, JobStatus
+from matcher.models import FINAL_STATES, MULTI_VALUED_FIELDS, PAYLOAD_FIELDS, JobStatus
 from shares.models import User
 
 OPEN_TASK_STATES = (
@@ -38,6 +39,8 @@ OPEN_TASK_STATES = (
     TaskStatus.RUNNING,
 )
 FINAL_TASK_STATES = (TaskStatus.DONE, TaskStatus.FINISHED, TaskStatus.FAILED)
+# A retry asks for what its job asked for, but the sites: brokerage places it again.
+REQUIREMENTS = tuple(f for f in MULTI_VALUED_FIELDS if f != "sites")
 
 
 # --- pure ---------------------------------------------------------------------------------------
@@ -160,11 +163,12 @@ def task_completion(run_id=None) -> dict:
     ids = list(ended.values_list("pk", flat=True))
     done: Counter = Counter()
     for start in range(0, len(ids), CHUNK):
-        done.update(_finish(ids[start : start + CHUNK]))
+        done.update(finish_tasks(ids[start : start + CHUNK]))
     return {"tasks": sum(done.values()), **{str(s): n for s, n in sorted(done.items())}}
 
 
-def _finish(ids: list[int]) -> Counter:
+def finish_tasks(ids: list[int]) -> Counter:
+    """Give each of these tasks whose jobs have all ended its final state (by state: how many)."""
     counts: dict[int, Counter] = defaultdict(Counter)
     for task_id, status, n in (
         TaskJob.objects.filter(task_id__in=ids, reassigned=False)
@@ -200,10 +204,11 @@ def _finish(ids: list[int]) -> Counter:
 # --- reassignment -------------------------------------------------------------------------------
 
 
-def reassign(job_ids, max_attempt: int) -> dict[int, tuple[int | None, int]]:
-    """Retry the work of these task jobs (closed by the caller) as new defined jobs, one more
-    attempt each. Returns {old job: (its retry, or None where the attempts are used up; the
-    old job's attempt)}. Call inside the caller's transaction."""
+def reassign(job_ids, max_attempt: int, retried_by: str = "") -> dict[int, tuple[int | None, int]]:
+    """Retry the work of these task jobs (closed by the caller, or ended) as new defined jobs,
+    one more attempt each, with their payloads and input files. Returns {old job: (its retry,
+    or None where the attempts are used up; the old job's attempt)}. Call inside the caller's
+    transaction. `retried_by`: a user's retry of the task (no attempt limit is shown)."""
     rows = list(
         TaskJob.objects.filter(job_id__in=list(job_ids))
         .select_related("job", "job__owner_group")
@@ -227,12 +232,20 @@ def reassign(job_ids, max_attempt: int) -> dict[int, tuple[int | None, int]]:
                     "cpu_time": tj.job.cpu_time,
                     "user_priority": tj.job.user_priority,
                     "current_priority": tj.job.current_priority,
-                    "reason": f"defined by task {tj.task_id}: attempt {tj.attempt + 1} of "
-                    f"{max_attempt}, the retry of job {tj.job_id} (reassigned)",
+                    # The same work: its payload and what routed it (PayloadTags, pools).
+                    **{f: getattr(tj.job, f) for f in (*PAYLOAD_FIELDS, *REQUIREMENTS)},
+                    "reason": (
+                        f"defined by task {tj.task_id}: attempt {tj.attempt + 1}, the retry of "
+                        f"job {tj.job_id} (task retried by {retried_by})"
+                        if retried_by
+                        else f"defined by task {tj.task_id}: attempt {tj.attempt + 1} of "
+                        f"{max_attempt}, the retry of job {tj.job_id} (reassigned)"
+                    ),
                 }
                 for tj in tjs
             ],
         )
+        submission.copy_inputs([(tj.job_id, job) for tj, job in zip(tjs, jobs, strict=True)])
         for tj, job in zip(tjs, jobs, strict=True):
             out[tj.job_id] = (job.pk, tj.attempt)
             new_rows.append(

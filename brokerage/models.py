@@ -344,6 +344,17 @@ class Task(models.Model):
         Nucleus, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks"
     )
     datasets = models.ManyToManyField(Dataset, through="TaskDataset", related_name="tasks")
+    # -- what its jobs run (docs/user-guide.md, Tasks that run real work): as a job's payload,
+    # %RNDM:N in an argument, a variable's value or an output pattern read as N + the job's
+    # number (0, 1, ...). Empty executable: nothing to run (simulated work).
+    executable = models.CharField(max_length=1024, blank=True, default="", db_default="")
+    arguments = models.JSONField(default=list, db_default=[], blank=True)
+    environment = models.JSONField(default=dict, db_default={}, blank=True)
+    output_sandbox = models.JSONField(
+        default=list, db_default=[], blank=True, help_text="file names or glob patterns"
+    )
+    # The input files each job is given: [{"name", "size"}] (the bytes are stored per job).
+    input_sandbox = models.JSONField(default=list, db_default=[], blank=True)
 
     objects = OwnedQuerySet.as_manager()  # visible_to(user): shares.ownership's rule
 

@@ -345,6 +345,10 @@ ROWS = [
     ),
     ("api:task-detail", "GET", "/api/v1/tasks/{erin_task}/", None, "D 404 404 200 404 200"),
     ("api:task-detail", "GET", "/api/v1/tasks/{alice_task}/", None, "D 200 404 404 404 200"),
+    ("api:task-kill", "POST", "/api/v1/tasks/{alice_task}/kill/", None, "D 200 404 404 404 200"),
+    ("api:task-kill", "POST", "/api/v1/tasks/{erin_task}/kill/", None, "D 404 404 200 404 200"),
+    # Not ended: nothing to retry (409) for those who may act on it.
+    ("api:task-retry", "POST", "/api/v1/tasks/{alice_task}/retry/", None, "D 409 404 404 404 409"),
     (
         "api:task-detail",
         "PATCH",
@@ -722,6 +726,15 @@ ROWS = [
     ),
     ("task-detail", "GET", "/brokerage/tasks/{erin_task}/", None, "D 404 404 200 404 200"),
     ("task-detail", "GET", "/brokerage/tasks/{alice_task}/", None, "D 200 404 404 404 200"),
+    ("task-kill", "POST", "/brokerage/tasks/{alice_task}/kill/", {}, "D 200 404 404 404 200"),
+    (
+        "task-kill",
+        "POST",
+        "/brokerage/tasks/{erin_task}/kill/",
+        {"confirm": "yes"},
+        "D 404 404 R 404 R",
+    ),
+    ("task-retry", "POST", "/brokerage/tasks/{alice_task}/retry/", None, "D R 404 404 404 R"),
     ("queue-weights", "GET", "/brokerage/queues/", None, A),
     ("nucleus-list", "GET", "/brokerage/nuclei/", None, A),
     ("nucleus-detail", "GET", "/brokerage/nuclei/{nucleus}/", None, A),

@@ -1,4 +1,5 @@
 import re
+from urllib.parse import quote
 
 from django.db import models
 from rest_framework import serializers
@@ -10,6 +11,14 @@ from api.core.fields import (
     RejectUnknownFieldsMixin,
     StrictBooleanField,
     StrictCharField,
+)
+from api.matcher.payload import (
+    MAX_ARGUMENT_CHARS,
+    MAX_ARGUMENTS,
+    MAX_OUTPUT_PATTERNS,
+    EnvironmentField,
+    TextListField,
+    executable_problem,
 )
 from api.matcher.serializers import MAX_CPU_TIME
 from brokerage import architecture, lifecycle
@@ -25,6 +34,8 @@ from brokerage.models import (
     Task,
     UserQuota,
 )
+from brokerage.services.submission import sequence_problem, task_outputs
+from matcher.filenames import relative_path_problem
 from matcher.models import Site
 from shares.models import GridGroup, User
 
@@ -70,6 +81,8 @@ TASK_PARAMETERS = [
     "n_events_per_job",
     "job_cpu_time",
 ]
+# What its jobs run (brokerage.services.submission.job_payload).
+PAYLOAD_PARAMETERS = ["executable", "arguments", "environment", "output_sandbox"]
 
 
 # Fields that steer brokerage or fairness: the system sets them (submission.submit_task), staff
@@ -160,6 +173,14 @@ class ParentTaskField(serializers.PrimaryKeyRelatedField):
         return super().to_internal_value(data)
 
 
+def _argument_problem(value: str) -> str | None:
+    return "must not hold a NUL" if "\x00" in value else sequence_problem(value)
+
+
+def _pattern_problem(value: str) -> str | None:
+    return relative_path_problem(value) or sequence_problem(value)
+
+
 class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
     """A task: PanDA's parameters, its input datasets; it generates `n_jobs` jobs. priority,
     gshare and task_class are set by staff only (a user's task gets the system's)."""
@@ -191,10 +212,41 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
     task_class = StaffChoiceField(
         choices=Task._meta.get_field("task_class").choices, required=False, help_text="staff only"
     )
+    executable = StrictCharField(
+        max_length=1024,
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
+        help_text="What each job runs, as a job's executable; empty: simulated work. Its jobs "
+        "go to the real pilots' queues unless site or included_site names queues.",
+    )
+    arguments = TextListField(
+        what="argument",
+        max_items=MAX_ARGUMENTS,
+        max_chars=MAX_ARGUMENT_CHARS,
+        check=_argument_problem,
+        help_text="%RNDM:N reads N + the job's number (0, 1, ...), as prun's.",
+    )
+    environment = EnvironmentField(help_text="values may hold %RNDM:N")
+    output_sandbox = TextListField(
+        what="output sandbox pattern",
+        max_items=MAX_OUTPUT_PATTERNS,
+        max_chars=1024,
+        check=_pattern_problem,
+        help_text="File names or glob patterns each job brings back (may hold %RNDM:N).",
+    )
 
     class Meta:
         model = Task
-        fields = [*TASK_PARAMETERS, "owner_group", "nucleus", "parent", "inputs"]
+        fields = [
+            *TASK_PARAMETERS,
+            *PAYLOAD_PARAMETERS,
+            "owner_group",
+            "nucleus",
+            "parent",
+            "inputs",
+        ]
         extra_kwargs = {
             "core_count": {"min_value": 1, "max_value": MAX_CORES},
             "max_core_count": {"min_value": 1, "max_value": MAX_CORES},
@@ -211,6 +263,18 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
             "n_events_per_job": {"min_value": 1, "max_value": MAX_EVENTS_PER_JOB},
             "job_cpu_time": {"min_value": 1, "max_value": MAX_CPU_TIME},
         }
+
+    def validate_executable(self, value):
+        problem = executable_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+    def validate_environment(self, value):
+        for name, text in value.items():
+            if sequence_problem(text):
+                raise serializers.ValidationError(f"the value of {name}: {sequence_problem(text)}")
+        return value
 
     def validate_gshare(self, value):
         if not GlobalShare.objects.filter(name=value).exists():
@@ -273,6 +337,12 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
         low, high = attrs.get("core_count", 1), attrs.get("max_core_count")
         if high is not None and high < low:
             raise serializers.ValidationError({"max_core_count": [f"less than core_count ({low})"]})
+        if not attrs.get("executable"):
+            given = [f for f in PAYLOAD_PARAMETERS[1:] if attrs.get(f)]
+            if given:
+                raise serializers.ValidationError(
+                    {given[0]: ["goes with an executable: give the executable the jobs run"]}
+                )
         kind = attrs.get("kind", Task.Kind.PRODUCTION)
         group = attrs.get("owner_group")
         if kind == Task.Kind.PRODUCTION and group is not None and not group.production_management:
@@ -316,6 +386,8 @@ class TaskSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             *TASK_PARAMETERS,
+            *PAYLOAD_PARAMETERS,
+            "input_sandbox",
             "architecture_spec",
             "owner",
             "owner_group",
@@ -339,6 +411,31 @@ class TaskSerializer(serializers.ModelSerializer):
             counts = lifecycle.job_counts([task.pk])
         found = counts.get(task.pk)
         return found.by_status if found else {}
+
+
+class TaskOutputSerializer(serializers.Serializer):
+    job = serializers.IntegerField(source="job_id")
+    kind = serializers.CharField()
+    name = serializers.CharField()
+    size = serializers.IntegerField()
+    url = serializers.SerializerMethodField()
+
+    def get_url(self, f) -> str:
+        return f"/api/v1/jobs/{f.job_id}/sandbox/{quote(f.name)}"
+
+
+class TaskDetailSerializer(TaskSerializer):
+    outputs = serializers.SerializerMethodField(
+        help_text="its current jobs' output files (stdout, stderr, outputs), each job's once "
+        "its final report arrived"
+    )
+
+    class Meta(TaskSerializer.Meta):
+        list_serializer_class = serializers.ListSerializer
+        fields = [*TaskSerializer.Meta.fields, "outputs"]
+
+    def get_outputs(self, task) -> list[dict]:
+        return TaskOutputSerializer(task_outputs(task.pk), many=True).data
 
 
 class TaskClassSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):

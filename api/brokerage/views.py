@@ -1,11 +1,16 @@
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import mixins, status, viewsets
+import json
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 
 from api.brokerage import serializers as s
+from api.core.codec import OrjsonParser
 from api.core.export import ExportMixin
 from api.core.permissions import StaffOnly, StaffWriteOrReadOnly
+from api.sandboxes.parsers import SandboxMultiPartParser
 from api.shares.mixins import VisibleToUserMixin
 from brokerage.models import (
     BrokerageRun,
@@ -18,8 +23,26 @@ from brokerage.models import (
     Task,
     UserQuota,
 )
-from brokerage.services.submission import submit_task
+from brokerage.services.actions import TaskActionError, kill_task, retry_task
+from brokerage.services.submission import TaskRefused, submit_task
+from sandboxes import services as sandboxes
 from web.brokerage.filters import BrokerageRunFilterSet, PandaQueueFilterSet, TaskFilterSet
+
+SUBMISSION_PARTS = {"task", "input_sandbox"}
+
+task_form = inline_serializer(
+    "TaskSubmitMultipart",
+    fields={
+        "task": serializers.CharField(help_text="the task as a JSON object"),
+        "input_sandbox": serializers.ListField(
+            child=serializers.FileField(), required=False, help_text="each job's input files"
+        ),
+    },
+)
+
+
+def _bad(field: str, message: str, answer: int = status.HTTP_400_BAD_REQUEST) -> Response:
+    return Response({field: [message]}, status=answer)
 
 
 class TaskViewSet(
@@ -29,8 +52,9 @@ class TaskViewSet(
     mixins.UpdateModelMixin,
     viewsets.ReadOnlyModelViewSet,
 ):
-    """Production and analysis tasks: submit (with their input datasets), list, read; staff
-    change a task's class."""
+    """Production and analysis tasks: submit (with their input datasets, and a payload with
+    its input files), list, read (with its jobs' outputs), kill, retry; staff change a task's
+    class."""
 
     http_method_names = ["get", "post", "patch", "head", "options"]
     queryset = Task.objects.select_related("owner", "owner_group", "nucleus").prefetch_related(
@@ -38,6 +62,8 @@ class TaskViewSet(
     )
     filterset_class = TaskFilterSet
     export_name = "tasks"
+    # JSON, and multipart keeping the input files' names as sent.
+    parser_classes = [OrjsonParser, FormParser, SandboxMultiPartParser]
 
     def get_permissions(self):
         if self.action == "partial_update":
@@ -47,19 +73,81 @@ class TaskViewSet(
     def get_serializer_class(self):
         if self.action == "partial_update":
             return s.TaskClassSerializer
+        if self.action == "retrieve":
+            return s.TaskDetailSerializer
         return s.TaskSubmitSerializer if self.action == "create" else s.TaskSerializer
 
     @extend_schema(
-        request=s.TaskSubmitSerializer,
-        responses={201: s.TaskSerializer, 400: OpenApiResponse(description="bad task")},
+        request={"application/json": s.TaskSubmitSerializer, "multipart/form-data": task_form},
+        responses={
+            201: s.TaskSerializer,
+            400: OpenApiResponse(description="bad task: the body names each bad field"),
+            413: OpenApiResponse(description="input_sandbox over MaxInputSandboxBytes"),
+        },
+        description="Submit a task (a JSON object); or a task with input files each of its jobs "
+        "is given (multipart/form-data: a `task` JSON part and `input_sandbox` file parts).",
     )
     def create(self, request, *args, **kwargs):
-        body = s.TaskSubmitSerializer(data=request.data, context={"request": request})
+        files = []
+        data = request.data
+        if request.content_type.startswith("multipart/form-data"):
+            unknown = sorted((set(request.POST) | set(request.FILES)) - SUBMISSION_PARTS)
+            if unknown:
+                return Response({k: ["Unknown field."] for k in unknown}, status=400)
+            if "input_sandbox" in request.POST:
+                return _bad("input_sandbox", "must be file parts")
+            if "task" not in request.POST:
+                return _bad("task", "the task as a JSON object is required")
+            try:
+                data = json.loads(request.POST["task"])
+            except ValueError as exc:
+                return _bad("task", f"not valid JSON ({exc})")
+            if not isinstance(data, dict):
+                return _bad("task", "must be one task (a JSON object)")
+            files = request.FILES.getlist("input_sandbox")
+            try:
+                sandboxes.check_inputs(files)
+            except sandboxes.SandboxError as exc:
+                return _bad(exc.field, exc.message, exc.status)
+        body = s.TaskSubmitSerializer(data=data, context={"request": request})
         body.is_valid(raise_exception=True)
         fields = dict(body.validated_data)
         inputs = [(i["dataset"], i["master"]) for i in fields.pop("inputs", [])]
-        task = submit_task(request.user, fields, inputs)
+        try:
+            task = submit_task(request.user, fields, inputs, files)
+        except TaskRefused as exc:
+            return _bad(exc.field, exc.message)
         return Response(s.TaskSerializer(task).data, status=status.HTTP_201_CREATED)
+
+    def _act(self, request, fn):
+        task = self.get_object()  # visible to the user: theirs, their JobSharing group's, staff
+        try:
+            fn(task.pk, request.user)
+        except TaskActionError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(s.TaskDetailSerializer(self.get_queryset().get(pk=task.pk)).data)
+
+    @extend_schema(
+        request=None,
+        responses={200: s.TaskDetailSerializer, 409: OpenApiResponse(description="has ended")},
+    )
+    @action(detail=True, methods=["post"])
+    def kill(self, request, pk=None):
+        """Cancel the task's jobs not ended yet; the task ends (finished or failed)."""
+        return self._act(request, kill_task)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: s.TaskDetailSerializer,
+            409: OpenApiResponse(description="not ended finished or failed"),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def retry(self, request, pk=None):
+        """Define the failed, cancelled and closed jobs of an ended task again (one more
+        attempt each, the same payload) and send the task back to brokerage."""
+        return self._act(request, retry_task)
 
     @extend_schema(responses=s.BrokerageRunSerializer(many=True))
     @action(detail=True, methods=["get"])

@@ -12,6 +12,9 @@
     gridwms get ID [--dir D]
     gridwms kill | reschedule  ID [ID ...] | --group [G]
     gridwms groups
+    gridwms task submit [FILE] --name NAME [--group G] [--jobs N] [--sandbox FILE ...]
+                        [--output NAME ...] [--env NAME=VALUE ...] [-- COMMAND ARG...]
+    gridwms task list [--status S] [--limit N] [--json] | show ID [--json] | retry ID | kill ID
 
 The token is kept in ~/.config/gridwms/credentials.json (mode 0600; GRIDWMS_CONFIG names another
 file), each submission's job ids in groups/ beside it; GRIDWMS_URL and GRIDWMS_TOKEN override
@@ -28,7 +31,7 @@ import argparse
 import os
 import sys
 
-from gridwms.cli import files, jobs, submit, watch
+from gridwms.cli import files, jobs, submit, tasks, watch
 from gridwms.cli.client import DEFAULT_URL, EXIT_SERVER, EXIT_USAGE, VERSION, CliError
 from gridwms.cli.groups import LAST
 
@@ -274,6 +277,85 @@ def _commands(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the records as JSON")
 
 
+def _task_commands(sub) -> None:
+    task = sub.add_parser(
+        "task",
+        help="PanDA-style tasks: N jobs running one payload",
+        description="Tasks: N jobs running one payload, brokered to queues, followed as one.",
+        epilog="example:\n  gridwms task submit --name scan --jobs 3 -- /bin/echo part %RNDM:1\n"
+        "  gridwms task show 12",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    task.set_defaults(func=lambda args: _usage(task))
+    inner = task.add_subparsers(dest="task_command", metavar="COMMAND")
+
+    p = _command(
+        inner,
+        "submit",
+        tasks.submit,
+        "submit a task: N jobs running one command (see the example)",
+        """\
+  gridwms task submit --name scan --jobs 3 --output out_%RNDM:1.txt \\
+      -- /bin/sh -c 'echo part %RNDM:1 > out_%RNDM:1.txt'
+                                 # 3 jobs, writing out_1.txt, out_2.txt, out_3.txt
+  gridwms task submit task.json --sandbox run.sh -- /bin/sh run.sh %RNDM:100""",
+    )
+    p.usage = "gridwms task submit [FILE] [options] [-- COMMAND [ARG ...]]"
+    p.add_argument("file", nargs="?", metavar="FILE", help="a task as JSON (the API's fields)")
+    p.add_argument("--name", help="the task's name")
+    p.add_argument("--group", metavar="G", help="the group it runs under (yours, if one)")
+    p.add_argument("--kind", choices=["analysis", "production"], help="(default analysis)")
+    p.add_argument("--jobs", type=_positive, metavar="N", help="how many jobs (1)")
+    p.add_argument(
+        "--cpu-time", type=_positive, metavar="S", help="CPU seconds per job (a command: 300)"
+    )
+    p.add_argument("--site", metavar="Q", help="PanDA queues, commas (default: real pilots')")
+    p.add_argument(
+        "--sandbox", nargs="+", action="extend", metavar="FILE", help="input files of each job"
+    )
+    p.add_argument("--output", action="append", metavar="NAME", help="a file each job returns")
+    p.add_argument("--env", action="append", metavar="NAME=VALUE", help="a variable (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the server's answer as JSON")
+
+    p = _command(
+        inner,
+        "list",
+        tasks.list_tasks,
+        "list the tasks you may see (newest first)",
+        """\
+  gridwms task list --status running,ready
+  gridwms task list --limit 0 --json""",
+    )
+    p.add_argument("--status", action="append", help="a status (repeatable, or a,b,c)")
+    p.add_argument("--limit", type=_count, default=50, help="at most N tasks (0: all; 50)")
+    p.add_argument("--json", action="store_true", help="print the tasks as JSON")
+
+    p = _command(
+        inner,
+        "show",
+        tasks.show,
+        "show a task: its state, jobs, payload and output files",
+        """\
+  gridwms task show 12          # then `gridwms get JOB` downloads a job's outputs""",
+    )
+    p.add_argument("id", type=_positive, metavar="ID")
+    p.add_argument("--json", action="store_true", help="print the task as JSON")
+
+    for name, func, what, example in (
+        ("retry", tasks.retry, "run an ended task's failed and cancelled jobs again", """\
+  gridwms task retry 12         # a task that ended finished or failed"""),
+        ("kill", tasks.kill, "kill a task: its jobs not ended yet are cancelled", """\
+  gridwms task kill 12"""),
+    ):  # fmt: skip
+        p = _command(inner, name, func, what, example)
+        p.add_argument("id", type=_positive, metavar="ID")
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return EXIT_USAGE
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gridwms",
@@ -282,18 +364,21 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"gridwms {VERSION}")
-    _commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _commands(sub)
+    _task_commands(sub)
     return parser
 
 
 def split_run(argv: list[str]) -> tuple[list[str], list[str]]:
-    """`submit ... -- COMMAND ARG...`: the command to run is everything after the first `--`
-    (its own options too), kept from argparse, which would read them as submit's."""
+    """`submit ... -- COMMAND ARG...` (and `task submit`): the command to run is everything
+    after the first `--` (its own options too), kept from argparse, which would read them as
+    submit's."""
     if "--" not in argv:
         return argv, []
     at = argv.index("--")
     words = [w for w in argv[:at] if not w.startswith("-")]
-    if words[:1] != ["submit"]:
+    if words[:1] != ["submit"] and words[:2] != ["task", "submit"]:
         return argv, []
     return argv[:at], argv[at + 1 :]
 

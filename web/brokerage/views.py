@@ -1,7 +1,11 @@
+from urllib.parse import quote
+
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
 from api.brokerage.serializers import STAFF_FIELDS, TaskSubmitSerializer
 from brokerage import lifecycle, production
@@ -9,13 +13,18 @@ from brokerage.models import BrokerageRun, GlobalShare, Nucleus, PandaQueue, Tas
 from brokerage.network import LinkData, network_weight
 from brokerage.services import analysis as analysis_services
 from brokerage.services import world
-from brokerage.services.submission import submit_task
+from brokerage.services.actions import TaskActionError, kill_task, retry_task
+from brokerage.services.submission import TaskRefused, submit_task, task_outputs
 from core import clock, gdpconfig
 from core.errors import add_to_form
+from sandboxes import services as sandboxes
+from shares.ownership import may_act_on
 from web.brokerage import charts
 from web.brokerage.filters import BrokerageRunFilterSet, TaskFilterSet
+from web.core.confirm import confirmation
 from web.core.listing import list_page
 from web.matcher.charts import to_html
+from web.matcher.forms import MultipleFileField
 
 
 def task_list(request):
@@ -59,6 +68,11 @@ def task_detail(request, pk):
         "run": run,
         "inputs": task.inputs.select_related("dataset"),
         "jobs": lifecycle.job_counts([task.pk]).get(task.pk),
+        "outputs": [
+            (f, f"/api/v1/jobs/{f.job_id}/sandbox/{quote(f.name)}") for f in task_outputs(task.pk)
+        ],
+        "may_act": may_act_on(request.user, task),
+        "ended": task.status in lifecycle.FINAL_TASK_STATES,
     }
     if run is not None:
         candidates = run.candidates
@@ -111,6 +125,27 @@ class TaskForm(forms.Form):
         help_text="e.g. x86_64-el9-gcc13-opt or #&nvidia:model=.*A100.*:vram>=40960",
     )
     inputs = forms.CharField(max_length=2000, required=False, help_text="dataset names, commas")
+    executable = forms.CharField(
+        max_length=1024,
+        required=False,
+        strip=False,
+        help_text="what each job runs, e.g. /bin/echo; empty: simulated work",
+    )
+    arguments = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        help_text="one a line; %RNDM:N reads N + the job's number (0, 1, ...)",
+    )
+    environment = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, help_text="NAME=value, one a line"
+    )
+    output_sandbox = forms.CharField(
+        max_length=2000, required=False, help_text="files each job brings back, commas"
+    )
+    input_sandbox = MultipleFileField(required=False, help_text="files each job is given")
+    job_cpu_time = forms.IntegerField(
+        initial=3600, min_value=1, label="CPU time per job (s)", required=False
+    )
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
@@ -122,25 +157,55 @@ class TaskForm(forms.Form):
         self.fields["gshare"].choices = [("", "—"), *[(n, n) for n in shares]]
 
 
+def _payload(data: dict, form: forms.Form) -> dict:
+    """The form's payload fields as the API takes them (lines, NAME=value, commas)."""
+    lines = data.pop("arguments", "").splitlines()
+    if lines:
+        data["arguments"] = lines
+    env = {}
+    for line in data.pop("environment", "").splitlines():
+        if line.strip():
+            name, sep, value = line.partition("=")
+            if not sep:
+                form.add_error("environment", f"{line[:60]!r} is not NAME=value")
+            env[name.strip()] = value
+    if env:
+        data["environment"] = env
+    patterns = [p.strip() for p in data.pop("output_sandbox", "").split(",") if p.strip()]
+    if patterns:
+        data["output_sandbox"] = patterns
+    return data
+
+
 def task_submit(request):
-    form = TaskForm(request.POST or None, user=request.user)
+    form = TaskForm(request.POST or None, request.FILES or None, user=request.user)
     if request.method == "POST" and form.is_valid():
-        data = {k: v for k, v in form.cleaned_data.items() if v not in ("", None)}
+        data = {k: v for k, v in form.cleaned_data.items() if v not in ("", None, [])}
+        files = data.pop("input_sandbox", [])
         # A staff field the form does not offer this user, posted anyway: the API's answer.
         posted = [k for k in STAFF_FIELDS if k not in form.fields and k in request.POST]
         data.update({k: request.POST[k] for k in posted})
         data["inputs"] = [
             {"dataset": n.strip()} for n in data.pop("inputs", "").split(",") if n.strip()
         ]
+        data = _payload(data, form)
         body = TaskSubmitSerializer(data=data, context={"request": request})
+        try:
+            sandboxes.check_inputs(files)
+        except sandboxes.SandboxError as exc:
+            form.add_error("input_sandbox", exc.message)
         if not body.is_valid():
             add_to_form(form, body.errors)
-        else:
+        elif not form.errors:
             fields = dict(body.validated_data)
             inputs = [(i["dataset"], i["master"]) for i in fields.pop("inputs", [])]
-            task = submit_task(request.user, fields, inputs)
-            messages.success(request, f"Task {task.pk} submitted with {task.n_jobs} jobs.")
-            return redirect("task-detail", pk=task.pk)
+            try:
+                task = submit_task(request.user, fields, inputs, files)
+            except TaskRefused as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
+                messages.success(request, f"Task {task.pk} submitted with {task.n_jobs} jobs.")
+                return redirect("task-detail", pk=task.pk)
     if not form.is_bound:
         # A production group first, if the user has one; else an analysis task.
         group = request.user.grid_groups.order_by("-production_management", "name").first()
@@ -148,6 +213,39 @@ def task_submit(request):
         production = group is not None and group.production_management
         form.initial["kind"] = Task.Kind.PRODUCTION if production else Task.Kind.ANALYSIS
     return render(request, "brokerage/task_submit.html", {"form": form})
+
+
+def _task_action(request, pk, fn, verb: str, ask: tuple[str, str] | None = None):
+    task = get_object_or_404(
+        Task.objects.visible_to(request.user).select_related("owner_group"), pk=pk
+    )
+    if not may_act_on(request.user, task):
+        raise PermissionDenied
+    if ask is not None:
+        action, question = ask
+        back = f"/tasks/{task.pk}/"
+        page = confirmation(
+            request, title=f"{action} task {task.pk}", question=question, action=action, back=back
+        )
+        if page is not None:
+            return page
+    try:
+        fn(task.pk, request.user)
+        messages.success(request, f"Task {task.pk} {verb}.")
+    except TaskActionError as exc:
+        messages.error(request, str(exc))
+    return redirect("task-detail", pk=task.pk)
+
+
+@require_POST
+def task_kill(request, pk):
+    question = f"Kill task {pk}? Its jobs not ended yet are cancelled and the task ends."
+    return _task_action(request, pk, kill_task, "killed", ask=("Kill", question))
+
+
+@require_POST
+def task_retry(request, pk):
+    return _task_action(request, pk, retry_task, "retried: its unsuccessful jobs run again")
 
 
 def queue_weights(request):
