@@ -88,8 +88,8 @@ def submit_probes(hour: float) -> list[tuple[float, str, int]]:
 
 
 def probe_waits(probes, end) -> list[dict]:
-    """Minutes from each probe's submission to its first move into running (None: it never
-    ran before the end)."""
+    """Minutes from each probe's submission to its first move into running, or to the end of
+    the run for one that never ran (`ran` false)."""
     from matcher.models import Job, JobStatusHistory
 
     out = []
@@ -101,15 +101,14 @@ def probe_waits(probes, end) -> list[dict]:
             .values_list("at", flat=True)
             .first()
         )
-        wait = (ran - job.submitted).total_seconds() / 60 if ran else None
+        end_or_run = ran or end
         out.append(
             {
                 "submitted_hour": hour,
                 "user": user,
-                "wait_minutes": None if wait is None else round(wait, 1),
-                "waited_at_least": None
-                if ran
-                else round((end - job.submitted).total_seconds() / 60, 1),
+                # Not yet running at the end: how long it had waited by then.
+                "wait_minutes": round((end_or_run - job.created).total_seconds() / 60, 1),
+                "ran": ran is not None,
                 "status": job.status,
             }
         )
@@ -127,7 +126,7 @@ def load_demo() -> None:
 def summary(args, lines, probes, start, wall0) -> None:
     from brokerage.models import Task, TaskJob
     from core import clock
-    from matcher.models import Job
+    from matcher.models import Job, JobStatusHistory
     from timeouts.models import TimeoutAction
 
     context = {"hours": args.hours, "step_minutes": args.step_minutes, "params": args.param}
@@ -136,14 +135,17 @@ def summary(args, lines, probes, start, wall0) -> None:
         early = Task.objects.filter(kind=kind, created__lte=half)
         by_state = Counter(early.values_list("status", flat=True))
         n = sum(by_state.values())
+        ended = sum(by_state.get(s, 0) for s in ("done", "finished", "failed"))
         emit(
             "tasks_done_fraction",
             by_state.get("done", 0) / n if n else 0.0,
             "fraction",
             task_kind=kind,
             submitted_in_first_half=n,
+            # finished: every job ended, some failed (the simulated CEs fail 5 % of jobs).
+            ended_fraction=round(ended / n, 3) if n else 0.0,
             by_state=dict(by_state),
-            all_tasks=counts(Task.objects.filter(kind=kind), "status"),
+            all_tasks=counts(Task.objects.filter(kind=kind), "owner__username", "status"),
             **context,
         )
     middle = min(lines, key=lambda x: abs(x["hour"] - args.hours / 2))
@@ -155,6 +157,7 @@ def summary(args, lines, probes, start, wall0) -> None:
         **context,
     )
     jobs = Job.objects.count()  # every job of the run: those waiting at its start and since
+    defined_ever = JobStatusHistory.objects.filter(to_status="defined").count()
     task_jobs = TaskJob.objects.count()
     actions = Counter(TimeoutAction.objects.values_list("rule", flat=True))
     total = sum(actions.values())
@@ -166,11 +169,14 @@ def summary(args, lines, probes, start, wall0) -> None:
         jobs=jobs,
         defined_reassignments=actions.get("defined", 0),
         task_jobs=task_jobs,
+        defined_reassignments_per_defined_job=round(actions.get("defined", 0) / defined_ever, 4)
+        if defined_ever
+        else 0.0,
         by_rule=dict(actions),
         **context,
     )
     for row in probe_waits(probes, clock.now()):
-        emit("probe_wait_minutes", row.pop("wait_minutes") or 0.0, "min", **row, **context)
+        emit("probe_wait_minutes", row.pop("wait_minutes"), "min", **row, **context)
     emit("wall_seconds", time.perf_counter() - wall0, "s", **context)
 
 

@@ -91,11 +91,11 @@ USERS = [
 # pool, whose pilots this director does not send (SubmitPoolBackends: external), so they wait
 # for the pilot you start by hand with tester's credential, and for no other.
 EXAMPLE_USER = "tester"
-# The demo's PanDA users: their tasks' jobs (UserPriority 1) wait in their owners' TaskQueues,
-# whose priority a user's share splits by UserPriority among them all. Behind a backlog of the
-# demo's waiting jobs (UserPriority 1 to 5) they got a few per cent of it and never ran, so
-# these users own no waiting DIRAC job (simulation.services, PanDA arrivals).
-PANDA_USERS = ("carol", "erin")
+# The demo's PanDA analysis user: her tasks' jobs (UserPriority 1) share her priority in
+# lhcb_user with her other waiting jobs (shares.priorities). Behind the demo's waiting jobs
+# (UserPriority 1 to 5) they got a few per cent of it and never ran, so the jobs waiting at the
+# start are not hers (simulation.services, PanDA arrivals).
+PANDA_USERS = ("carol",)
 EXAMPLE_JOB = {
     "name": "site-test.ce503",
     "cpu_time": 600,

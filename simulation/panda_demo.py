@@ -191,8 +191,10 @@ SMALL_DATASET = "mc23_13p6TeV.601229.PhPy8EG_ttbar.evgen.EVNT.e8514_tid38712345_
 # directories take 20 GB per core, with the job's output and work space.
 MAX_INPUT_GB_PER_JOB = 8.0
 
-# The demo's first tasks, sized for the shares of their owners (erin in lhcb_mc: 0.6 % of the
-# grid): a few jobs of minutes each, so that they end within the simulated day.
+# The demo's first production tasks and their owner: a few jobs of minutes each, in lhcb_data,
+# whose share carries the demo's production (simulation.services.PRODUCTION_SUBMITTERS); in
+# lhcb_mc (0.6 % of the grid, site-restricted jobs got less) they waited all day.
+DEMO_TASKS_OWNER = ("dave", "lhcb_data")
 DEMO_TASKS = [
     {
         "name": "mc23.ttbar.simul",

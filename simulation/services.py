@@ -32,14 +32,17 @@ from simulation import panda_demo
 USERS = [  # (user, group, share of the arrivals)
     ("alice", "lhcb_user", 3),
     ("bob", "lhcb_user", 2),
+    ("carol", "lhcb_mc", 2),
     ("dave", "lhcb_data", 3),
 ]
 # Who submits the simulated PanDA tasks: (user, group, share of the arrivals). A task's jobs
-# wait in its owner's TaskQueues at UserPriority 1, sharing the owner's priority with the
-# owner's other waiting jobs (shares.priorities); the demo's PanDA users own no other (the
-# demo's PANDA_USERS), so their tasks run. Most production goes to lhcb_data, whose share
-# carries it beside dave's jobs; lhcb_mc's small share (0.6 %) runs a little of it.
-PRODUCTION_SUBMITTERS = [("dave", "lhcb_data", 4), ("erin", "lhcb_mc", 1)]
+# wait in its owner's TaskQueues at UserPriority 1, sharing the priority of the owner's entity
+# (the group if JobSharing, else the user in it: shares.priorities) with its other waiting jobs
+# at UserPriority 1 to 5: behind the demo's backlog they got a few per cent of it and never
+# ran. carol has no job in lhcb_user but her analysis tasks' (the demo's PANDA_USERS); lhcb_data,
+# whose share carries its production beside dave's jobs, runs the production. lhcb_mc's 0.6 %
+# of the grid ran almost none of its site-restricted task jobs.
+PRODUCTION_SUBMITTERS = [("dave", "lhcb_data", 1)]
 ANALYSIS_SUBMITTERS = [("carol", "lhcb_user", 1)]
 # The demo's work mix, shared with the jobs `manage.py demo` leaves waiting (simulation.demo).
 CPU_TIMES, DEMO_SITES, SITE_RESTRICTED_FRACTION = (

@@ -139,12 +139,12 @@ def test_a_user_whose_backlog_is_full_submits_no_more_and_the_arrivals_go_to_the
     made = services.arrive_jobs(random.Random(3), 100)
     waiting = Job.objects.filter(status__in=(JobStatus.ACTIVATED, JobStatus.DEFINED))
     per_user = {u.username: waiting.filter(owner=u).count() for u in User.objects.all()}
-    # Three simulated users, five each: the rest of the hundred never arrive.
-    assert made == 15
-    assert {per_user[u] for u in ("alice", "bob", "dave")} == {5}
+    # Four simulated users, five each: the rest of the hundred never arrive.
+    assert made == 20
+    assert {per_user[u] for u in ("alice", "bob", "carol", "dave")} == {5}
     dave = User.objects.get(username="dave")
     waiting.filter(owner=dave).update(status=JobStatus.FAILED)
     # Only dave has room now: every new arrival is his.
     assert services.arrive_jobs(random.Random(4), 100) == 5
     assert waiting.filter(owner=dave).count() == 5
-    assert waiting.count() == 15
+    assert waiting.count() == 20

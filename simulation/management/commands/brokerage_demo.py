@@ -25,8 +25,8 @@ class Command(BaseCommand):
         for name, target in demo.GLOBAL_SHARES:
             GlobalShare.objects.get_or_create(name=name, defaults={"target_pct": target})
         if not Task.objects.exists():
-            owner = User.objects.get(username="erin")
-            group = GridGroup.objects.get(name="lhcb_mc")
+            owner = User.objects.get(username=demo.DEMO_TASKS_OWNER[0])
+            group = GridGroup.objects.get(name=demo.DEMO_TASKS_OWNER[1])
             for spec in demo.DEMO_TASKS:
                 spec = dict(spec)
                 inputs = [(Dataset.objects.get(name=n), True) for n in spec.pop("inputs", [])]
