@@ -345,6 +345,13 @@ ROWS = [
     ),
     ("api:task-detail", "GET", "/api/v1/tasks/{erin_task}/", None, "D 404 404 200 404 200"),
     ("api:task-detail", "GET", "/api/v1/tasks/{alice_task}/", None, "D 200 404 404 404 200"),
+    (
+        "api:task-outputs",
+        "GET",
+        "/api/v1/tasks/{erin_task}/outputs/",
+        None,
+        "D 404 404 200 404 200",
+    ),
     ("api:task-kill", "POST", "/api/v1/tasks/{alice_task}/kill/", None, "D 200 404 404 404 200"),
     ("api:task-kill", "POST", "/api/v1/tasks/{erin_task}/kill/", None, "D 404 404 200 404 200"),
     # Not ended: nothing to retry (409) for those who may act on it.

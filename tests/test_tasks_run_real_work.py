@@ -182,8 +182,7 @@ def test_the_task_page_shows_its_payload_and_its_outputs_links(client, users, al
     assert 'id="task-payload"' in page and "<code>/bin/sh</code>" in page
     assert "<code>echo part %RNDM:1 &gt; out_%RNDM:1.txt</code>" in page
     assert f'href="/api/v1/jobs/{job.pk}/sandbox/out_1.txt" download>out_1.txt</a>' in page
-    detail = alice.get(f"/api/v1/tasks/{task_id}/").json()
-    assert detail["outputs"] == [
+    assert alice.get(f"/api/v1/tasks/{task_id}/outputs/").json() == [
         {
             "job": job.pk,
             "kind": "output",

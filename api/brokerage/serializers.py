@@ -34,7 +34,7 @@ from brokerage.models import (
     Task,
     UserQuota,
 )
-from brokerage.services.submission import sequence_problem, task_outputs
+from brokerage.services.submission import sequence_problem
 from matcher.filenames import relative_path_problem
 from matcher.models import Site
 from shares.models import GridGroup, User
@@ -414,6 +414,8 @@ class TaskSerializer(serializers.ModelSerializer):
 
 
 class TaskOutputSerializer(serializers.Serializer):
+    """One output file of a task's job, shown once the job's final report arrived."""
+
     job = serializers.IntegerField(source="job_id")
     kind = serializers.CharField()
     name = serializers.CharField()
@@ -422,20 +424,6 @@ class TaskOutputSerializer(serializers.Serializer):
 
     def get_url(self, f) -> str:
         return f"/api/v1/jobs/{f.job_id}/sandbox/{quote(f.name)}"
-
-
-class TaskDetailSerializer(TaskSerializer):
-    outputs = serializers.SerializerMethodField(
-        help_text="its current jobs' output files (stdout, stderr, outputs), each job's once "
-        "its final report arrived"
-    )
-
-    class Meta(TaskSerializer.Meta):
-        list_serializer_class = serializers.ListSerializer
-        fields = [*TaskSerializer.Meta.fields, "outputs"]
-
-    def get_outputs(self, task) -> list[dict]:
-        return TaskOutputSerializer(task_outputs(task.pk), many=True).data
 
 
 class TaskClassSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):

@@ -24,7 +24,7 @@ from brokerage.models import (
     UserQuota,
 )
 from brokerage.services.actions import TaskActionError, kill_task, retry_task
-from brokerage.services.submission import TaskRefused, submit_task
+from brokerage.services.submission import TaskRefused, submit_task, task_outputs
 from sandboxes import services as sandboxes
 from web.brokerage.filters import BrokerageRunFilterSet, PandaQueueFilterSet, TaskFilterSet
 
@@ -53,7 +53,7 @@ class TaskViewSet(
     viewsets.ReadOnlyModelViewSet,
 ):
     """Production and analysis tasks: submit (with their input datasets, and a payload with
-    its input files), list, read (with its jobs' outputs), kill, retry; staff change a task's
+    its input files), list, read, its jobs' outputs, kill, retry; staff change a task's
     class."""
 
     http_method_names = ["get", "post", "patch", "head", "options"]
@@ -73,8 +73,6 @@ class TaskViewSet(
     def get_serializer_class(self):
         if self.action == "partial_update":
             return s.TaskClassSerializer
-        if self.action == "retrieve":
-            return s.TaskDetailSerializer
         return s.TaskSubmitSerializer if self.action == "create" else s.TaskSerializer
 
     @extend_schema(
@@ -125,11 +123,11 @@ class TaskViewSet(
             fn(task.pk, request.user)
         except TaskActionError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(s.TaskDetailSerializer(self.get_queryset().get(pk=task.pk)).data)
+        return Response(s.TaskSerializer(self.get_queryset().get(pk=task.pk)).data)
 
     @extend_schema(
         request=None,
-        responses={200: s.TaskDetailSerializer, 409: OpenApiResponse(description="has ended")},
+        responses={200: s.TaskSerializer, 409: OpenApiResponse(description="has ended")},
     )
     @action(detail=True, methods=["post"])
     def kill(self, request, pk=None):
@@ -139,7 +137,7 @@ class TaskViewSet(
     @extend_schema(
         request=None,
         responses={
-            200: s.TaskDetailSerializer,
+            200: s.TaskSerializer,
             409: OpenApiResponse(description="not ended finished or failed"),
         },
     )
@@ -148,6 +146,14 @@ class TaskViewSet(
         """Define the failed, cancelled and closed jobs of an ended task again (one more
         attempt each, the same payload) and send the task back to brokerage."""
         return self._act(request, retry_task)
+
+    @extend_schema(responses=s.TaskOutputSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def outputs(self, request, pk=None):
+        """The output files (stdout, stderr, the output sandbox's) of the task's current jobs,
+        each job's once its final report arrived; `url` downloads one."""
+        task = self.get_object()
+        return Response(s.TaskOutputSerializer(task_outputs(task.pk), many=True).data)
 
     @extend_schema(responses=s.BrokerageRunSerializer(many=True))
     @action(detail=True, methods=["get"])

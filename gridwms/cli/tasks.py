@@ -126,6 +126,7 @@ def _fit(value: Any, width: int) -> str:
 def show(args) -> int:
     client = connect()
     task = client.call("GET", f"/tasks/{args.id}/")
+    task["outputs"] = client.call("GET", f"/tasks/{args.id}/outputs/") or []
     if args.json:
         print_json(task)
         return 0
