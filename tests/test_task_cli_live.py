@@ -80,8 +80,9 @@ def test_a_task_with_a_payload_runs_on_real_pilots_to_done_with_its_outputs(alic
     shown = alice("task", "show", str(task_id))
     assert "status   done" in shown.stdout and "runs     /bin/sh run.sh %RNDM:1" in shown.stdout
     assert "out_2.txt" in shown.stdout
-    listed = alice("task", "list")
+    listed = alice("task", "list", "--status", "running,done")
     assert f"{task_id}" in listed.stdout and "2 finished" in listed.stdout
+    assert str(task_id) not in alice("task", "list", "--status", "failed").stdout
     job = next(f["job"] for f in task["outputs"] if f["name"] == "out_2.txt")
     assert alice("get", str(job)).returncode == 0
     assert (alice.cwd / f"job_{job}" / "out_2.txt").read_text() == "part 2\n"

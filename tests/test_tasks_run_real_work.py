@@ -191,3 +191,38 @@ def test_the_task_page_shows_its_payload_and_its_outputs_links(client, users, al
             "url": f"/api/v1/jobs/{job.pk}/sandbox/out_1.txt",
         }
     ]
+
+
+def test_the_submit_page_takes_a_payload_with_its_input_files(client, users, real_queue):
+    client.force_login(users["alice"])
+    form = {
+        "kind": "analysis",
+        "name": "user.alice.form",
+        "owner_group": "lhcb_user",
+        "processing_type": "simul",
+        "core_count": 1,
+        "ram_count": 1000,
+        "cpu_time": 10,
+        "n_jobs": 2,
+        "n_events_per_job": 10,
+        "job_cpu_time": 60,
+        "executable": "/bin/sh",
+        "arguments": "run.sh\n%RNDM:5",
+        "environment": "MODE=fast",
+        "output_sandbox": "out_%RNDM:5.txt, log.txt",
+        "input_sandbox": [SimpleUploadedFile("run.sh", b"echo hi\n")],
+    }
+    answer = client.post("/brokerage/tasks/submit/", form)
+    assert answer.status_code == 302, answer.content.decode()[-2000:]
+    task = Task.objects.get(name="user.alice.form")
+    assert (task.arguments, task.environment) == (["run.sh", "%RNDM:5"], {"MODE": "fast"})
+    assert [j.output_sandbox for j in _jobs(task.pk)] == [
+        ["out_5.txt", "log.txt"],
+        ["out_6.txt", "log.txt"],
+    ]
+    assert SandboxFile.objects.filter(job__in=_jobs(task.pk), name="run.sh").count() == 2
+
+    refused = client.post("/brokerage/tasks/submit/", {**form, "arguments": "%RNDM", "name": "x"})
+    assert refused.status_code == 200
+    assert "%RNDM:N" in refused.content.decode()
+    assert not Task.objects.filter(name="x").exists()

@@ -98,7 +98,8 @@ def _jobs(task: dict) -> str:
 
 
 def list_tasks(args) -> int:
-    query: dict[str, Any] = {"status": args.status or None, "ordering": "-id"}
+    statuses = [s.strip() for given in args.status or [] for s in given.split(",") if s.strip()]
+    query: dict[str, Any] = {"status": statuses or None, "ordering": "-id"}
     query["page_size"] = min(args.limit, PAGE_SIZE) if args.limit else PAGE_SIZE
     rows = []
     for task in connect().pages("/tasks/", query):
