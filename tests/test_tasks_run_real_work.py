@@ -85,13 +85,17 @@ def test_a_tasks_jobs_carry_its_payload_numbered_and_go_to_the_real_pilots(alice
 def test_a_tasks_input_files_are_given_to_each_of_its_jobs(alice, real_queue):
     import json
 
+    task = payload_task(arguments=["run.sh", "%RNDM:0"], n_jobs=2)
+    del task["job_cpu_time"]
     body = {
-        "task": json.dumps(payload_task(arguments=["run.sh", "%RNDM:0"], n_jobs=2)),
+        "task": json.dumps(task),
         "input_sandbox": [SimpleUploadedFile("run.sh", b"echo hi\n")],
     }
     answer = alice.post("/api/v1/tasks/", body, format="multipart")
     assert answer.status_code == 201, answer.content
     assert answer.json()["input_sandbox"] == [{"name": "run.sh", "size": 8}]
+    # No CPU time given: one the local pilots' first CPU segment covers.
+    assert answer.json()["job_cpu_time"] == 300
     jobs = _jobs(answer.json()["id"])
     files = SandboxFile.objects.filter(job__in=jobs, kind="input")
     assert sorted((f.job_id, f.name, f.size) for f in files) == [(j.pk, "run.sh", 8) for j in jobs]

@@ -83,6 +83,10 @@ TASK_PARAMETERS = [
 ]
 # What its jobs run (brokerage.services.submission.job_payload).
 PAYLOAD_PARAMETERS = ["executable", "arguments", "environment", "output_sandbox"]
+# A payload job's CPU time when the task gives none: within the seed's first CPU segment
+# (500 s), which the local worker node's pilots (an hour's lifetime) take; the model's 3600 s
+# would sit in the 5000 s segment, which none of them can.
+PAYLOAD_JOB_CPU_TIME = 300
 
 
 # Fields that steer brokerage or fairness: the system sets them (submission.submit_task), staff
@@ -343,6 +347,8 @@ class TaskSubmitSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
                 raise serializers.ValidationError(
                     {given[0]: ["goes with an executable: give the executable the jobs run"]}
                 )
+        else:
+            attrs.setdefault("job_cpu_time", PAYLOAD_JOB_CPU_TIME)
         kind = attrs.get("kind", Task.Kind.PRODUCTION)
         group = attrs.get("owner_group")
         if kind == Task.Kind.PRODUCTION and group is not None and not group.production_management:

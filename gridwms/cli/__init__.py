@@ -307,7 +307,7 @@ def _task_commands(sub) -> None:
     p.add_argument("--kind", choices=["analysis", "production"], help="(default analysis)")
     p.add_argument("--jobs", type=_positive, metavar="N", help="how many jobs (1)")
     p.add_argument(
-        "--cpu-time", type=_positive, metavar="S", help="CPU seconds per job (a command: 300)"
+        "--cpu-time", type=_positive, metavar="S", help="CPU seconds per job (with a command: 300)"
     )
     p.add_argument("--site", metavar="Q", help="PanDA queues, commas (default: real pilots')")
     p.add_argument(

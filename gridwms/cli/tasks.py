@@ -11,7 +11,6 @@ from gridwms.cli.client import Client, CliError, Multipart, connect
 from gridwms.cli.show import print_json, say, when
 from gridwms.cli.submit import _parse_json, _read_text, sandbox_files
 
-DEFAULT_CPU_TIME = 300  # CPU seconds a job of a command asks for (the local pilots' 500 s segment)
 PAGE_SIZE = 200
 # What the command line sets, each option's task field.
 OPTIONS = {
@@ -38,7 +37,6 @@ def describe(base: Any, args) -> dict:
             task[field] = value
     if args.run:
         task["executable"], task["arguments"] = args.run[0], list(args.run[1:])
-        task.setdefault("job_cpu_time", DEFAULT_CPU_TIME)
     if args.env:
         env = dict(task.get("environment") or {})
         for pair in args.env:

@@ -144,7 +144,10 @@ class TaskForm(forms.Form):
     )
     input_sandbox = MultipleFileField(required=False, help_text="files each job is given")
     job_cpu_time = forms.IntegerField(
-        initial=3600, min_value=1, label="CPU time per job (s)", required=False
+        min_value=1,
+        label="CPU time per job (s)",
+        required=False,
+        help_text="empty: 3600, or 300 with an executable",
     )
 
     def __init__(self, *args, user, **kwargs):
