@@ -230,3 +230,15 @@ def test_the_submit_page_takes_a_payload_with_its_input_files(client, users, rea
     assert refused.status_code == 200
     assert "%RNDM:N" in refused.content.decode()
     assert not Task.objects.filter(name="x").exists()
+
+
+def test_rndm_reads_its_base_plus_the_jobs_number_and_a_malformed_one_is_named():
+    from brokerage.services.submission import _names_within, numbered, sequence_problem
+
+    assert [numbered("seed=%RNDM:100 part %RNDM:1", n) for n in (0, 2)] == [
+        "seed=100 part 1",
+        "seed=102 part 3",
+    ]
+    assert numbered("100%", 3) == "100%" and sequence_problem("100%") is None
+    assert sequence_problem("%RNDM:5 %RNDM") and sequence_problem("%RNDM:")
+    assert _names_within(["AAA", "BBB", "CCC"], 8) == "AAA,BBB"  # never a cut name

@@ -77,6 +77,16 @@ def real_pilot_queues() -> list[str]:
     return sorted(q.name for q in queues if tags & set(q.computing_element.tags or ()))
 
 
+def _names_within(names: list[str], limit: int) -> str:
+    """Comma-separated names, as many whole ones as fit in `limit` characters."""
+    kept: list[str] = []
+    for name in names:
+        if len(",".join([*kept, name])) > limit:
+            break
+        kept.append(name)
+    return ",".join(kept)
+
+
 def submit_task(
     owner, fields: dict, inputs: list[tuple[Dataset, bool]], files: Sequence = ()
 ) -> Task:
@@ -104,7 +114,7 @@ def submit_task(
         queues = real_pilot_queues()
         if not queues:
             raise TaskRefused("executable", NO_REAL_PILOTS)
-        fields["site"] = ",".join(queues)[:512]
+        fields["site"] = _names_within(queues, Task._meta.get_field("site").max_length)
     fields["input_sandbox"] = [{"name": sent_name(f), "size": f.size} for f in files]
     written: list[str] = []
     try:
