@@ -101,6 +101,16 @@ def test_a_tasks_input_files_are_given_to_each_of_its_jobs(alice, real_queue):
     assert sorted((f.job_id, f.name, f.size) for f in files) == [(j.pk, "run.sh", 8) for j in jobs]
     assert [j.arguments for j in jobs] == [["run.sh", "0"], ["run.sh", "1"]]
 
+    # Killed and retried: each new attempt is given the input files again.
+    task_id = answer.json()["id"]
+    assert alice.post(f"/api/v1/tasks/{task_id}/kill/").status_code == 200
+    assert alice.post(f"/api/v1/tasks/{task_id}/retry/").status_code == 200
+    retries = TaskJob.objects.filter(task_id=task_id, reassigned=False).values("job_id")
+    copies = SandboxFile.objects.filter(job__in=retries, kind="input")
+    assert (
+        sorted((f.name, f.size, f.file.read()) for f in copies) == [("run.sh", 8, b"echo hi\n")] * 2
+    )
+
 
 @pytest.mark.parametrize(
     "fields, field, says",
