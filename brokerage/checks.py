@@ -357,6 +357,12 @@ def full_chain(q, t, ctx):
 
 
 def no_pilot(q, t, ctx):
+    # A queue whose pilots the director starts on demand for the jobs waiting there (its CE
+    # offers a PayloadTags tag served by a local submit pool: world.load_queues) has no pilot
+    # until a job is brokered to it; skipping it for that would keep it empty for ever, so it
+    # counts as having pilots.
+    if getattr(q, "pilots_on_demand", False):
+        return None
     if q.last_pilot is None or ctx.now - q.last_pilot > NO_PILOT_AFTER:
         return {"last_pilot": q.last_pilot.isoformat() if q.last_pilot else None}
     return None

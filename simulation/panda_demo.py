@@ -4,7 +4,7 @@ datasets with replicas, software tags and worker-node GPUs, and a few production
 from __future__ import annotations
 
 from core import clock
-from simulation.demo import SITES
+from simulation.demo import LOCAL_CE, LOCAL_SITE, SITES
 
 NUCLEI = {"CERN-PROD": "LCG.CERN.ch", "RAL-LCG2": "LCG.RAL.uk"}
 QUEUE_OF_SITE = {
@@ -81,6 +81,34 @@ def topology() -> dict:
         "datasets": _datasets(),
         "software": software,
         "gpus": {"INFN-T1_GPU": GPU_ROWS},
+    }
+
+
+# The local worker node's PanDA queue (simulation.demo.local_worker_node): where a task that runs
+# real work is brokered (its CE offers the payload tag). Brokeroff: the brokerage sends it only
+# the tasks that name it (a payload task names the real pilots' queues), never the simulated
+# tasks, which no real pilot takes. Its pilots start once jobs wait there (no_pilot lets it be).
+LOCAL_QUEUE = "LOCAL_REAL_PILOTS"
+LOCAL_DISK = "LOCAL_DATADISK"
+
+
+def local_topology() -> dict:
+    """The local worker node's queue and its output storage (the storage check), as
+    `import_topology` reads; its CE must exist (`manage.py demo --local-url`)."""
+    return {
+        "storages": [
+            {"name": LOCAL_DISK, "site": LOCAL_SITE, "space_free": 1000.0, "space_total": 1000.0}
+        ],
+        "queues": [
+            {
+                "name": LOCAL_QUEUE,
+                "site": LOCAL_SITE,
+                "computing_element": LOCAL_CE,
+                "queue_type": "unified",
+                "status": "brokeroff",
+                "output_storage": LOCAL_DISK,
+            }
+        ],
     }
 
 

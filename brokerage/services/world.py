@@ -145,7 +145,9 @@ def load_queues(now=None) -> list[PandaQueue]:
     """Every queue with its storages, its job counts, its live pilots and last activity."""
     now = now or clock.now()
     queues = list(
-        PandaQueue.objects.select_related("site", "nucleus", "input_storage", "output_storage")
+        PandaQueue.objects.select_related(
+            "site", "nucleus", "input_storage", "output_storage", "computing_element"
+        )
     )
     counts = queue_counts()
     pilots = Counter(
@@ -168,12 +170,26 @@ def load_queues(now=None) -> list[PandaQueue]:
         .annotate(t=Max("status_changed"))
         .order_by()
     )
+    on_demand = on_demand_pilot_tags()
     for q in queues:
         q.counts = counts.get(q.pk, Counter())
+        ce = q.computing_element
+        q.pilots_on_demand = bool(ce is not None and on_demand & set(ce.tags or ()))
         q.n_batch_jobs = pilots.get(q.site.name, 0)
         q.last_pilot = _later(q.last_pilot, last_pilot.get(q.site.name))
         q.last_start = _later(q.last_start, last_start.get(q.site.name))
     return queues
+
+
+def on_demand_pilot_tags() -> set[str]:
+    """The CE tags whose queues get pilots on demand: the PayloadTags, when a PayloadSubmitPools
+    pool has a local backend (SubmitPoolBackends), whose director starts real pilots at such a CE
+    for the jobs waiting there. Empty when no such pool: those pilots then come from elsewhere."""
+    backends = gdpconfig.get("SubmitPoolBackends")
+    pools = gdpconfig.get("PayloadSubmitPools")
+    if not any(backends.get(pool) == "local" for pool in pools):
+        return set()
+    return set(gdpconfig.get("PayloadTags"))
 
 
 def queue_standing(q) -> dict:

@@ -4,6 +4,7 @@ from brokerage.models import Dataset, GlobalShare, PandaQueue, Task
 from brokerage.services.submission import submit_task
 from brokerage.topology_import import import_topology
 from core.cycles import run_cycle
+from matcher.models import ComputingElement
 from shares.models import GridGroup, User
 from simulation import panda_demo as demo
 
@@ -19,9 +20,11 @@ class Command(BaseCommand):
     def handle(self, if_empty, **options):
         if if_empty and PandaQueue.objects.exists():
             self.stdout.write("The PanDA topology is already loaded.")
+            self.local_queue()  # also into a topology loaded before
             return
         counts = import_topology(demo.topology())
         self.stdout.write(", ".join(f"{n} {k}" for k, n in counts.items() if n))
+        self.local_queue()
         for name, target in demo.GLOBAL_SHARES:
             GlobalShare.objects.get_or_create(name=name, defaults={"target_pct": target})
         if not Task.objects.exists():
@@ -40,3 +43,11 @@ class Command(BaseCommand):
             for kind in ("task_brokerage", "job_brokerage", "analysis_brokerage"):
                 run = run_cycle(kind)
                 self.stdout.write(f"{kind}: {run.status} {run.counts}")
+
+    def local_queue(self):
+        """The local worker node's queue, once its CE is there (`demo --local-url`)."""
+        if not ComputingElement.objects.filter(name=demo.LOCAL_CE).exists():
+            return
+        if not PandaQueue.objects.filter(name=demo.LOCAL_QUEUE).exists():
+            import_topology(demo.local_topology())
+            self.stdout.write(f"Tasks that run real work go to PanDA queue {demo.LOCAL_QUEUE}.")
