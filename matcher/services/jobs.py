@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import connection, models, transaction
 
@@ -161,23 +162,30 @@ def reschedule_job(job_id: int, user) -> Job:
             revoked = (
                 f"; pilot {job.pilot_reference}'s claim revoked" if job.pilot_reference else ""
             )
-            left = moves.move_job(
-                job,
-                ACTIVATED,
-                f"rescheduled by {user.get_username()}{revoked}",
-                by=moves.RESCHEDULE,
-                site="",
-                grid_ce="",
-                pilot_reference="",
-                pilot=None,
-                reschedule_count=job.reschedule_count + 1,
-                **FRESH_RESULTS,
-            )
+            left = _requeue(job, f"rescheduled by {user.get_username()}{revoked}")
             return job, left
 
     job, left = moves.retry_on_race(attempt)
     housekeeping.drop_if_empty([left])
     return job
+
+
+def _requeue(job: Job, reason: str, *, now: datetime | None = None) -> int | None:
+    """The locked job back to `activated` for another pilot: its placement and its pilot's claim
+    cleared, its results reset, one more rescheduling counted. The TaskQueue it left, if any."""
+    return moves.move_job(
+        job,
+        ACTIVATED,
+        reason,
+        by=moves.RESCHEDULE,
+        now=now,
+        site="",
+        grid_ce="",
+        pilot_reference="",
+        pilot=None,
+        reschedule_count=job.reschedule_count + 1,
+        **FRESH_RESULTS,
+    )
 
 
 NOT_YOURS = "not a job you may act on"  # unknown or another's: its existence is not revealed
@@ -312,18 +320,10 @@ def report_pilot_failure(
                     job, FAILED, failed, by=moves.PILOT_REPORT, now=now, heartbeat=now, **results
                 )
                 return job, None
-            left = moves.move_job(
+            left = _requeue(
                 job,
-                ACTIVATED,
                 f"{why}; rescheduled automatically, pilot {job.pilot_reference}'s claim revoked",
-                by=moves.RESCHEDULE,
                 now=now,
-                site="",
-                grid_ce="",
-                pilot_reference="",
-                pilot=None,
-                reschedule_count=job.reschedule_count + 1,
-                **FRESH_RESULTS,
             )
             return job, left
 
