@@ -152,6 +152,7 @@ def test_input_files_without_an_executable_are_refused(alice, real_queue):
     assert "input_sandbox" in answer.json()
     body = {"task": "[1]", "input_sandbox": [SimpleUploadedFile("a.txt", b"x")]}
     assert "task" in alice.post("/api/v1/tasks/", body, format="multipart").json()
+    assert not Task.objects.exists() and not SandboxFile.objects.exists()  # nothing half-written
 
 
 def test_kill_cancels_a_tasks_jobs_and_ends_it_and_retry_runs_them_again(alice, real_queue):
