@@ -140,6 +140,13 @@ def _connectivity(queue_value: str, task_value: str) -> str | None:
 # --- the production checks, in the seed's order --------------------------------------------------
 
 
+def site_mask(q, t, ctx):
+    """The site mask (matcher.site_mask): a queue whose site or CE staff banned takes no job,
+    whatever the task asks for. `masked`: set by brokerage.services.world.load_queues."""
+    masked = getattr(q, "masked", "")
+    return {"site_mask": masked} if masked else None
+
+
 def status(q, t, ctx):
     if q.status != "online" and not preassigned(t):
         return {"status": q.status}
@@ -477,6 +484,7 @@ def _nothing(t, ctx):
 
 # `inactive` reads the activated counts that the cycle itself raises: never shared.
 PRODUCTION: list[JobCheck] = [
+    JobCheck("site_mask", site_mask, _nothing),
     JobCheck("status", status, lambda t, ctx: t.site),
     JobCheck("link_blocked", link_blocked, nucleus_id),
     JobCheck("link_queued", link_queued, nucleus_id),
@@ -510,6 +518,7 @@ PRODUCTION: list[JobCheck] = [
 
 # The persistent issues; analysis brokerage shares no verdicts between tasks.
 ANALYSIS: list[JobCheck] = [
+    JobCheck("site_mask", site_mask),
     JobCheck("status", analysis_status),
     JobCheck("data_locality", data_locality),
     JobCheck("diskio", diskio),

@@ -256,6 +256,7 @@ def reassign(job_ids, max_attempt: int, retried_by: str = "") -> dict[int, tuple
                     input_files=tj.input_files,
                     input_size_mb=tj.input_size_mb,
                     attempt=tj.attempt + 1,
+                    retry_of_id=tj.job_id,
                 )
             )
     TaskJob.objects.bulk_create(new_rows, batch_size=2000)

@@ -406,6 +406,16 @@ class TaskJob(models.Model):
     reassigned = models.BooleanField(
         default=False, db_default=False, help_text="closed and retried as a new job"
     )
+    # The job this one retries (attempt - 1): a task page links each chain, original → retry.
+    # No database constraint: the retention cycle may delete the older job first.
+    retry_of = models.ForeignKey(
+        Job,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
 
     class Meta:
         indexes = [models.Index(fields=["queue"], name="taskjob_queue")]

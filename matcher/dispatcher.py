@@ -30,9 +30,9 @@ from django.db import DatabaseError, transaction
 from django.db.models import Sum
 
 from core import gdpconfig
-from matcher import claims, matching, races
+from matcher import claims, matching, races, site_mask
 from matcher.claims import CANDIDATE_JOBS, MatchedJob  # noqa: F401  (the matcher's vocabulary)
-from matcher.models import ComputingElement, Job, JobStatus, TaskQueuePriorityCount
+from matcher.models import Job, JobStatus, TaskQueuePriorityCount
 from matcher.services import housekeeping
 from matcher.taskqueue_view import load_definitions, view
 
@@ -167,10 +167,9 @@ def definition_of(tq_id: int) -> matching.TQ | None:
 
 
 def active_ces():
-    """The active computing elements, their sites loaded, in the CEs' order (site, name)."""
-    return ComputingElement.objects.select_related("site").filter(
-        status=ComputingElement.Status.ACTIVE
-    )
+    """The active computing elements at sites not banned (the site mask: a banned site or CE
+    gets no pilot), their sites loaded, in the CEs' order (site, name)."""
+    return site_mask.unmasked_ces()
 
 
 def ce_resources():

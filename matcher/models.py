@@ -11,8 +11,17 @@ from shares.ownership import OwnedQuerySet
 
 
 class Site(models.Model):
+    class Status(models.TextChoices):
+        # DIRAC's site mask: a banned site gets no pilot from the director and no job from the
+        # brokerage (matcher/site_mask.py; its history: SiteMaskChange).
+        ACTIVE = "active"
+        BANNED = "banned"
+
     name = models.CharField(max_length=128, unique=True)
     description = models.CharField(max_length=200, blank=True)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.ACTIVE, db_default=Status.ACTIVE
+    )
 
     class Meta:
         ordering = ["name"]
@@ -396,3 +405,30 @@ class PrioritiesDue(models.Model):
 
     def __str__(self) -> str:
         return f"priorities of group {self.group_id} due since {self.since}"
+
+
+class SiteMaskChange(models.Model):
+    """One ban or allow of a site or a CE (the site mask's history): who, when, why, and the
+    status it left. Written by matcher.site_mask with the status it records."""
+
+    class Action(models.TextChoices):
+        BAN = "ban"
+        ALLOW = "allow"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="mask_changes")
+    # Empty: the whole site; else one of its CEs (kept by name once the CE is deleted).
+    ce_name = models.CharField("CE", max_length=128, blank=True, default="")
+    action = models.CharField(max_length=8, choices=Action.choices)
+    from_status = models.CharField(max_length=16)
+    reason = models.CharField(max_length=255)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["site", "-at"], name="sitemask_site_at")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.ce_name or self.site}: {self.reason}"

@@ -11,8 +11,8 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from matcher import feasibility, matching
-from matcher.models import ComputingElement, TaskQueue
+from matcher import feasibility, matching, site_mask
+from matcher.models import TaskQueue
 from matcher.taskqueue_priorities import taskqueue_loads
 from matcher.taskqueues import MULTI_VALUED_FIELDS
 
@@ -39,9 +39,7 @@ class ActiveCE:
 
 
 def active_ces() -> list[ActiveCE]:
-    rows = ComputingElement.objects.select_related("site").filter(
-        status=ComputingElement.Status.ACTIVE
-    )
+    rows = site_mask.unmasked_ces()  # a banned site or CE serves nothing
     return [ActiveCE(matching.ce_resource(ce), ce.max_running_pilots) for ce in rows]
 
 

@@ -21,6 +21,7 @@ from brokerage.models import (
 )
 from brokerage.network import LinkData
 from core import clock, gdpconfig
+from matcher import site_mask
 from matcher.lifecycle import CLAIMED_STATES, PRE_MATCH_STATES, QUEUED_STATES, STARTED_STATES
 from matcher.models import FINAL_STATES, Job, JobStatus
 from pilots.models import Pilot, PilotStatus
@@ -174,6 +175,7 @@ def load_queues(now=None) -> list[PandaQueue]:
     for q in queues:
         q.counts = counts.get(q.pk, Counter())
         ce = q.computing_element
+        q.masked = site_mask.masked_reason(q.site.status, ce.status if ce else None)
         q.pilots_on_demand = bool(ce is not None and on_demand & set(ce.tags or ()))
         q.n_batch_jobs = pilots.get(q.site.name, 0)
         q.last_pilot = _later(q.last_pilot, last_pilot.get(q.site.name))
