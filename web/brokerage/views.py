@@ -19,7 +19,7 @@ from core import clock, gdpconfig
 from core.errors import add_to_form
 from sandboxes import services as sandboxes
 from shares.ownership import may_act_on
-from web.brokerage import charts
+from web.brokerage import charts, task_page
 from web.brokerage.filters import BrokerageRunFilterSet, TaskFilterSet
 from web.core.confirm import confirmation
 from web.core.listing import list_page
@@ -73,6 +73,7 @@ def task_detail(request, pk):
         ],
         "may_act": may_act_on(request.user, task),
         "ended": task.status in lifecycle.FINAL_TASK_STATES,
+        **task_page.context(task.pk),
     }
     if run is not None:
         candidates = run.candidates

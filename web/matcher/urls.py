@@ -1,6 +1,6 @@
 from django.urls import path
 
-from web.matcher import views
+from web.matcher import search, site_mask, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -14,4 +14,6 @@ urlpatterns = [
     path("taskqueues/<int:pk>/", views.taskqueue_detail, name="taskqueue-detail"),
     path("taskqueues/match/", views.match_resource, name="match-resource"),
     path("sites/", views.site_list, name="site-list"),
+    path("sites/mask/", site_mask.site_mask_page, name="site-mask"),
+    path("search/", search.quick_search, name="quick-search"),
 ]

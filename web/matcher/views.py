@@ -20,7 +20,7 @@ from shares.ownership import may_act_on
 from web.core.confirm import confirmation
 from web.core.decorators import staff_required
 from web.core.listing import list_page
-from web.matcher import charts, dashboard, selectors, why
+from web.matcher import charts, dashboard, facets, selectors, why
 from web.matcher.filters import JobFilterSet, TaskQueueFilterSet
 from web.matcher.forms import JDLFilesForm, JDLForm, JobSubmitForm, ResourceForm
 
@@ -44,7 +44,8 @@ def home(request):
 def job_list(request):
     qs = Job.objects.visible_to(request.user).select_related("owner", "owner_group")
     filterset = JobFilterSet(request.GET, queryset=qs)
-    return list_page(request, filterset, "matcher/job_list.html", name="jobs")
+    context = {"facets": facets.status_facets(request.GET, qs)}
+    return list_page(request, filterset, "matcher/job_list.html", context, name="jobs")
 
 
 BULK_VERBS = {"kill": ("Kill", "killed"), "reschedule": ("Reschedule", "rescheduled")}
