@@ -620,6 +620,11 @@ ROWS = [
     ("taskqueue-detail", "GET", "/taskqueues/{carol_tq}/", None, "D 404 404 200 404 200"),
     ("match-resource", "GET", "/taskqueues/match/", None, STAFF_WRITE + " 200"),
     ("site-list", "GET", "/sites/", None, A),
+    # everyone reads the site mask and its history; staff change it (tests/test_operator_tools)
+    ("site-mask", "GET", "/sites/mask/", None, A),
+    ("site-mask", "POST", "/sites/mask/", {"action": "ban", "reason": "x"}, STAFF_WRITE + " 400"),
+    # the quick search goes to what the subject may see, else says nothing was found
+    ("quick-search", "GET", "/search/?q=alice", None, "D R 200 200 200 R"),
     ("pilot-list", "GET", "/pilots/", None, A),
     ("pilot-detail", "GET", "/pilots/{pilot}/", None, "D 404 404 404 200 200"),
     ("director", "GET", "/pilots/director/", None, A),
