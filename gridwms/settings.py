@@ -233,7 +233,6 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "web.core.staticfinders.PlotlyJsFinder",
     "web.core.staticfinders.RedocFinder",
 ]
 # Production serves what `collectstatic` wrote: names carrying their content's hash (cached for
@@ -247,6 +246,15 @@ SANDBOX_ROOT = Path(
         Path(tempfile.gettempdir()) / f"gridwms-test-sandboxes-{os.getpid()}"
         if TESTING
         else BASE_DIR / "sandboxes-data"
+    )
+)
+# The Local submit pool's pilots write their output here, one file a pilot.
+LOCAL_PILOT_LOG_DIR = Path(
+    os.environ.get("LOCAL_PILOT_LOG_DIR")
+    or (
+        Path(tempfile.gettempdir()) / f"gridwms-test-pilot-logs-{os.getpid()}"
+        if TESTING
+        else BASE_DIR / "pilot-logs"
     )
 )
 STORAGES = {
@@ -264,6 +272,9 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
+# Served from the finders (development, `make run` with DEBUG off too): files edited while the
+# server runs are served as they now are.
+WHITENOISE_AUTOREFRESH = not STATIC_MANIFEST
 # In development whitenoise serves from the finders; staticfiles/ exists only after collectstatic.
 warnings.filterwarnings("ignore", message="No directory at")
 

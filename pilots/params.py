@@ -179,6 +179,16 @@ _reg(
     maximum=7 * 86400,
 )
 _reg(
+    "LocalPilotStartSeconds",
+    INT,
+    120,
+    "How long a local pilot may stay silent after its start before the director counts it "
+    "as never coming (Aborted) and sends another.",
+    unit="s",
+    minimum=5,
+    maximum=86400,
+)
+_reg(
     "SiteDirectorPilotCap",
     BOOL,
     True,

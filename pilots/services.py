@@ -20,7 +20,7 @@ from matcher import services as job_services
 from matcher.lifecycle import PILOT_END_STATES, PILOT_REPORTS, RUNNING_STATES
 from matcher.models import ComputingElement, Job, TaskQueue
 from matcher.taskqueue_priorities import taskqueue_loads
-from pilots import director
+from pilots import director, local_pilots
 from pilots.models import (
     PILOT_WAITING_STATES,
     Credential,
@@ -31,6 +31,7 @@ from pilots.models import (
 )
 from pilots.submit_pools import (
     Backend,
+    LocalBackend,
     PilotBatch,
     SubmitPool,
     Submitted,
@@ -379,6 +380,22 @@ def record_cycle(decisions, submitted, now, run_id) -> list[Pilot]:
     return created
 
 
+def end_unstarted_local_pilots() -> int:
+    """Local pilots that will never register (their process ended, or it stayed silent for
+    LocalPilotStartSeconds) are Aborted with the reason and their last output line, so their
+    TaskQueue is no longer "over its cap" with pilots that are not coming."""
+    submitted = Pilot.objects.filter(
+        grid_type=LocalBackend.grid_type, status=PilotStatus.SUBMITTED
+    ).values_list("pk", "reference", "submitted")
+    ended = local_pilots.unstarted(submitted, gdpconfig.get("LocalPilotStartSeconds"))
+    for pilot in ended:
+        try:
+            set_pilot_status(pilot.pilot_id, PilotStatus.ABORTED, pilot.reason)
+        except PilotError:
+            continue  # it reported meanwhile
+    return len(ended)
+
+
 @cycle("director")
 def director_cycle(rng: random.Random | None = None) -> dict:
     """The seed's TaskQueue director, one iteration: how many pilots per TaskQueue; per
@@ -387,6 +404,7 @@ def director_cycle(rng: random.Random | None = None) -> dict:
     rng = rng or random.Random()
     now = clock.now()
     run_id = current_run_id("director")
+    end_unstarted_local_pilots()
     decided = _decide(now, rng)
     if decided is None:
         return {"taskqueues": 0, "pilots": 0}
@@ -407,6 +425,8 @@ def director_cycle(rng: random.Random | None = None) -> dict:
     for p in planned:
         submit_batch(p, subs, rng)
     created = record_cycle(decisions, collect_submitted(subs), now, run_id)
+    for backend in subs.backends.values():
+        backend.start()
     return {
         "taskqueues": len(decisions),
         "pilots": len(created),

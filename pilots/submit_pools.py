@@ -11,7 +11,6 @@ backend here: its pilots are started outside this director."""
 from __future__ import annotations
 
 import random
-import subprocess
 import sys
 import threading
 import uuid
@@ -24,6 +23,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from core import gdpconfig
+from pilots import local_pilots
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,6 +78,9 @@ class Backend:
     def submit(self, batch: PilotBatch, rng: random.Random) -> list[Submitted]:
         raise NotImplementedError
 
+    def start(self) -> None:
+        """After the cycle's pilots are recorded: start what submit() only prepared."""
+
 
 def has_backend(kind: str) -> bool:
     return kind in settings.SUBMIT_POOL_BACKENDS
@@ -93,6 +96,9 @@ class LocalBackend(Backend):
 
     grid_type = "Local"
     logs_in = True
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[list[str], str]] = []
 
     def submit(self, batch: PilotBatch, rng: random.Random) -> list[Submitted]:
         out = []
@@ -123,15 +129,16 @@ class LocalBackend(Backend):
                 args += ["--platform", value]
             for value in batch.resource.get("tag", []):
                 args += ["--tag", value]
-            subprocess.Popen(
-                args,
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            self.pending.append((args, ref))
             out.append(Submitted(ref, site, ce))
         return out
+
+    def start(self) -> None:
+        """The processes start once the director has recorded their pilots: a pilot that
+        registers finds its own record, not a stranger's."""
+        pending, self.pending = self.pending, []
+        for args, ref in pending:
+            local_pilots.launch(args, ref, ROOT)
 
 
 class SubmitPool:

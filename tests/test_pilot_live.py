@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core import gdpconfig
+from core import clock, gdpconfig
 from core.cycles import run_cycle
 from matcher.models import Job
 from pilots.models import Pilot
@@ -123,3 +123,70 @@ def test_the_demos_local_worker_node_runs_a_newcomers_hello_job(live_server, use
     log = alice.get(f"/api/v1/jobs/{job_id}/log/?stream=stdout")
     body = b"".join(log.streaming_content) if log.streaming else log.content
     assert body == b"hello\n"
+
+
+def test_a_local_pilot_that_dies_before_registering_is_aborted_with_its_last_words_and_replaced(
+    users, api
+):
+    """A local pilot that cannot reach the server exits; the next director cycle counts it as
+    never coming (Aborted, its exit code and last output line as the reason) and sends another
+    to the payload job's TaskQueue, which would otherwise stay "over its cap" forever."""
+    from pilots import local_pilots
+    from simulation.demo import local_worker_node
+
+    local_worker_node("http://127.0.0.1:9")  # nothing listens there
+    gdpconfig.set_value("PrivatePilotFraction", 0.0)
+    answer = api(users["alice"]).post(
+        "/api/v1/jobs/",
+        {"executable": "/bin/echo", "arguments": ["hello"], "cpu_time": 60},
+        format="json",
+    )
+    assert answer.status_code == 201, answer.content
+    assert run_cycle("director").status == "success"
+    [first] = Pilot.objects.filter(grid_type="Local")
+    assert first.status == "Submitted"
+    assert _wait_for(
+        lambda: local_pilots.exit_code(local_pilots.output_tail(first.reference) or "") is not None
+    )
+    assert local_pilots.exit_code(local_pilots.output_tail(first.reference)) != 0
+
+    assert run_cycle("director").status == "success"
+    first.refresh_from_db()
+    assert first.status == "Aborted"
+    reason = first.history.order_by("-at").first().reason
+    assert reason.startswith("its process exited (code 1) before registering: ")
+    assert "no output" not in reason
+    assert Pilot.objects.filter(grid_type="Local", status="Submitted").exclude(pk=first.pk)
+
+
+def test_a_local_pilot_silent_past_its_start_time_is_aborted_but_a_young_one_is_left(submit):
+    from datetime import timedelta
+
+    from matcher.models import TaskQueue
+    from pilots import local_pilots
+    from pilots.services import end_unstarted_local_pilots
+
+    gdpconfig.set_value("LocalPilotStartSeconds", 60)
+    tq = TaskQueue.objects.get(pk=submit("alice").task_queue_id)
+    now = clock.now()
+    pilots = {}
+    for name, age in (("old", 300), ("young", 10)):
+        reference = f"local://localhost/{name}"
+        pilots[name] = Pilot.objects.create(
+            reference=reference,
+            task_queue_id=tq.pk,
+            grid_type="Local",
+            submit_pool="Local",
+            status="Submitted",
+            submitted=now - timedelta(seconds=age),
+            status_changed=now - timedelta(seconds=age),
+        )
+        local_pilots.log_path(reference).parent.mkdir(parents=True, exist_ok=True)
+        local_pilots.log_path(reference).write_text("starting\n")
+
+    assert end_unstarted_local_pilots() == 1
+    for p in pilots.values():
+        p.refresh_from_db()
+    assert pilots["old"].status == "Aborted"
+    assert pilots["old"].history.get().reason == "it did not register within 60 s"
+    assert pilots["young"].status == "Submitted"
