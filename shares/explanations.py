@@ -2,25 +2,36 @@
 database. web.shares.overview gathers the facts (the apps holding the work and the pilots register
 their figures there) and asks `reasons` for the sentence the Shares page and the API show.
 
-An entity is off its share when its achieved share (running jobs, last hour) is more than
-`GAP` (2 points) from the expected one. The main reason is the first of these that holds:
+An entity is off its share (`is_off`) when its achieved share (running jobs, last hour) is
+more than `GAP` (2 points) from the expected one, or more than `REL_GAP` (half) of its own share
+from it while that is at least `MIN_JOBS` running jobs, or when nothing of it runs while work a
+CE can serve waits: a group of 0.6 % is judged as well as one of 80 %. The main reason is the
+first of these that holds (the causes beside the figures are in shares.causes):
 
 below its share
   1. it cannot fill its share with the work it has (running + waiting jobs some active CE can
-     serve < the running jobs of its share): its waiting jobs no CE can serve, when serving
-     them would close the gap or they are most of its waiting jobs (named by the requirement
-     that fails most: "63 % of its waiting jobs need more CPU time than any CE they may use
-     offers"); else not enough waiting work;
+     serve < the running jobs of its share): its jobs held in brokerage, when there are more of
+     them than of its unservable ones; its waiting jobs no CE can serve, when serving them would
+     close the gap or they are most of its waiting jobs (named by the requirement that fails
+     most: "63 % of its waiting jobs need more CPU time than any CE they may use offers"); else
+     not enough waiting work;
   2. the CEs that could take its jobs have fewer slots than its share;
-  3. most of the pilots sent for it in the last hour found no work;
-  4. the seed's pilotsPerJob term (gdpconfig PilotsPerJobTerm on): half of each director
+  3. the director's decisions for its TaskQueues were mostly stopped before a pilot left (an
+     external or unknown submit pool, no credential, no CE in the list-match), named by the note;
+  4. it got fewer of the pilots than its share, by at least half its gap (or none), and the CEs
+     took under half the pilots the director drew for it (no free waiting slots);
+  5. most of the pilots sent for it in the last hour that ran found no work or ran only the
+     others' jobs;
+  6. the seed's pilotsPerJob term (gdpconfig PilotsPerJobTerm on): half of each director
      cycle's pilots follow the waiting jobs, and it has fewer of them than its share, and the
      pilots it missed make at least half of its gap;
-  5. the seed's CPU-segment precedence (MatchCPUSegmentPrecedence on): most of its servable
+  7. the seed's CPU-segment precedence (MatchCPUSegmentPrecedence on): most of its servable
      waiting jobs are in lower CPU segments than the others', which a pilot takes first;
-  6. few pilots were sent for it (under half its share of the pilots);
-  7. its TaskQueues rank low by priority (the best in the lower half);
-  8. its correction is at its upper clamp;
+  8. few pilots were sent for it (under half its share of the pilots);
+  9. its TaskQueues rank low by priority (the best in the lower half);
+  10. its JobShare was raised within the corrector's longest slice (before 8. when within the
+      achieved share's hour);
+  11. its correction is at its upper clamp (the bound and the parameter named);
 above its share
   1. the others (groups, or the group's users) lack servable waiting work, so the slots they
      leave go to it;
@@ -30,9 +41,12 @@ above its share
      share;
   4. the CPU-segment precedence: most of its servable waiting jobs are in higher CPU segments
      than most of the others';
-  5. its correction is at its lower clamp;
-  6. it got many more pilots than its share.
-Otherwise a sentence saying that none of these stands out.
+  5. its JobShare changed within the corrector's longest slice;
+  6. its correction is at its lower clamp;
+  7. it got more of the pilots than its share, by at least half its gap (with its part of the
+     director's λ).
+Otherwise a sentence saying that none of these stands out. When another cause comes first and
+its correction is at the clamp on the side that would help, the sentence says so too.
 """
 
 from __future__ import annotations
@@ -40,13 +54,31 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from shares.causes import (
+    LOWER,
+    UPPER,
+    Clamp,
+    DirectorFacts,
+    PilotShare,
+    Reason,
+    ShareChange,
+    ces_full,
+    clamp_at,
+    director_blocked,
+    held_in_brokerage,
+    pct,
+    pilots_astray,
+    share_changed,
+)
+
+__all__ = ["LOWER", "UPPER", "Clamp", "DirectorFacts", "Reason", "ShareChange", "clamp_at"]
+
 GAP = 0.02  # more than 2 points off: say why
+REL_GAP = 0.5  # or more than half its own share off ...
+MIN_JOBS = 0.5  # ... when that is at least half a running job
+ACHIEVED_WINDOW_MIN = 60.0  # the achieved share is the last hour's average
 MAJORITY = 0.5  # "most of its waiting jobs", "most of its pilots"
 FEW_PILOTS = 0.5  # fewer than half its share of the pilots
-MANY_PILOTS = 1.5  # over one and a half times its share of the pilots
-CLAMP_TOLERANCE = 1e-6
-
-UPPER, LOWER = "upper", "lower"
 
 # What the waiting jobs a failing rule leaves without a CE need (feasibility.Shortfall.rule).
 RULE_PHRASES = {
@@ -81,6 +113,13 @@ class EntityFacts:
     correction: float | None = None
     clamp: str | None = None  # UPPER, LOWER or None: whether its correction is at a clamp
     segments: Mapping[int, int] = field(default_factory=dict)  # CPU segment -> servable jobs
+    clamp_detail: Clamp | None = None  # the bound and the parameter of that clamp
+    director: DirectorFacts = field(
+        default_factory=DirectorFacts
+    )  # the director's decisions, last hour
+    pilots_elsewhere: int = 0  # of pilots_found_work, those that ran only others' jobs
+    held: Mapping[str, int] = field(default_factory=dict)  # brokerage state -> jobs held
+    share_change: ShareChange | None = None  # a JobShare change the corrector still spans
 
 
 @dataclass(frozen=True)
@@ -92,30 +131,30 @@ class Scope:
     pilots_sent: int  # the pilots sent for any of them in the last hour
     waiting_jobs: int = 0  # their waiting jobs together
     per_job_term: bool = False  # gdpconfig PilotsPerJobTerm: pilots follow waiting jobs too
+    lam: float = 0.0  # the director's λ for all their TaskQueues, last hour
     segment_precedence: bool = False  # gdpconfig MatchCPUSegmentPrecedence
 
 
 REASON_CODES = {
     "unservable": "waiting jobs no active CE can serve",
+    "held": "its jobs are held in brokerage",
     "little_work": "not enough waiting work",
     "few_slots": "few slots could take its jobs",
+    "director_blocked": "the director's decisions send its TaskQueues no pilots",
+    "ces_full": "the CEs had no free waiting slots for its pilots",
     "pilots_no_work": "its pilots found no work",
+    "pilots_elsewhere": "its pilots ran the others' jobs",
     "per_job_term": "the pilotsPerJob term follows the waiting jobs",
     "cpu_precedence": "matching takes the highest CPU segment first",
     "few_pilots": "few pilots sent for it",
     "low_rank": "its TaskQueues rank low by priority",
+    "share_change": "its JobShare changed recently",
     "clamp": "its correction is at its clamp",
     "others_short": "the others lack servable waiting work",
     "others_held": "the seed's rules hold the others below their shares",
     "many_pilots": "many pilots sent for it",
     "unclear": "none of the usual causes stands out",
 }
-
-
-@dataclass(frozen=True)
-class Reason:
-    code: str  # one of REASON_CODES
-    text: str
 
 
 def clamp_side(
@@ -125,25 +164,10 @@ def clamp_side(
     max_per_slice: Mapping[str, float],
 ) -> str | None:
     """UPPER or LOWER when a correction cannot move further that way: its final factor at the
-    instance's global clamp, or every slice at its own clamp; else None."""
-
-    def at(value: float, bound: float) -> str | None:
-        if bound <= 1.0:
-            return None
-        if value >= bound * (1 - CLAMP_TOLERANCE):
-            return UPPER
-        if value <= (1.0 / bound) * (1 + CLAMP_TOLERANCE):
-            return LOWER
-        return None
-
-    if max_global is not None:
-        side = at(factor, max_global)
-        if side:
-            return side
-    sides = {at(v, max_per_slice[name]) for name, v in slices.items() if name in max_per_slice}
-    if len(sides) == 1 and None not in sides and len(slices) == len(max_per_slice) > 0:
-        return sides.pop()
-    return None
+    instance's global clamp, or every slice at its own clamp; else None (shares.causes.clamp_at
+    names the bound)."""
+    found = clamp_at(factor, slices, max_global, max_per_slice)
+    return found.side if found else None
 
 
 def _added(dicts: Sequence[Mapping[int, int]]) -> dict[int, int]:
@@ -154,8 +178,7 @@ def _added(dicts: Sequence[Mapping[int, int]]) -> dict[int, int]:
     return out
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.0f} %"
+_pct = pct
 
 
 def _want(e: EntityFacts, scope: Scope) -> float:
@@ -268,36 +291,59 @@ def _precedence(
     return None
 
 
-def _below(e: EntityFacts, scope: Scope, others: Mapping[int, int] | None = None) -> Reason:
+def _work(e: EntityFacts, scope: Scope) -> Reason:
+    """It cannot fill its share with the work it has: held in brokerage, unservable, or too
+    little."""
     want = _want(e, scope)
     unservable = e.waiting_jobs - e.servable_jobs
+    held = held_in_brokerage(e.held, e.servable_jobs, e.running, want)
+    if held and sum(e.held.values()) >= unservable:
+        return held
+    if unservable > 0 and (
+        e.running + e.waiting_jobs >= want or unservable >= MAJORITY * e.waiting_jobs
+    ):
+        return _blocked(e)
+    return Reason(
+        "little_work",
+        f"not enough waiting work: {e.servable_jobs} waiting jobs that a CE can serve and "
+        f"{e.running:.0f} running, against about {want:.0f} running jobs for its share",
+    )
+
+
+def _below(e: EntityFacts, scope: Scope, others: Mapping[int, int] | None = None) -> Reason:
+    want = _want(e, scope)
     if e.running + e.servable_jobs < want:
-        if unservable > 0 and (
-            e.running + e.waiting_jobs >= want or unservable >= MAJORITY * e.waiting_jobs
-        ):
-            return _blocked(e)
-        return Reason(
-            "little_work",
-            f"not enough waiting work: {e.servable_jobs} waiting jobs that a CE can serve and "
-            f"{e.running:.0f} running, against about {want:.0f} running jobs for its share",
-        )
+        return _work(e, scope)
     if e.slots < want:
         return Reason(
             "few_slots",
             f"the CEs that could take its jobs have {e.slots} slots, fewer than the "
             f"{want:.0f} running jobs of its share",
         )
-    ended = e.pilots_found_work + e.pilots_no_work
-    if e.pilots_no_work and e.pilots_no_work >= MAJORITY * ended:
-        return Reason(
-            "pilots_no_work",
-            f"{e.pilots_no_work} of the {e.pilots_sent} pilots sent for it in the last hour "
-            "found no work",
-        )
-    seed_rule = _per_job_term(e, scope, below=True) or _precedence(e, scope, others or {}, True)
-    if seed_rule:
-        return seed_rule
     expected = e.expected or 0.0
+    found = (
+        director_blocked(e.director, e.pilots_sent)
+        or ces_full(e.director, _pilot_share(e, scope, below=True))
+        or pilots_astray(
+            e.pilots_sent,
+            e.pilots_found_work,
+            e.pilots_no_work,
+            e.pilots_elsewhere,
+            scope.peers,
+            e.rank,
+            e.ranked,
+        )
+        or _per_job_term(e, scope, below=True)
+        or _precedence(e, scope, others or {}, True)
+    )
+    if found:
+        return found
+    change = e.share_change
+    if change is not None and change.minutes_ago < ACHIEVED_WINDOW_MIN:
+        # Raised within the achieved share's own window: that average still lags it.
+        found = share_changed(change, ACHIEVED_WINDOW_MIN, True)
+        if found:
+            return found
     if scope.pilots_sent and e.pilots_sent < FEW_PILOTS * expected * scope.pilots_sent:
         return Reason(
             "few_pilots",
@@ -308,15 +354,48 @@ def _below(e: EntityFacts, scope: Scope, others: Mapping[int, int] | None = None
     if e.rank is not None and e.ranked and e.rank > max(1, e.ranked // 2):
         return Reason(
             "low_rank",
-            f"its TaskQueues rank low by priority: the best is {e.rank} of {e.ranked}",
+            f"its TaskQueues rank low by priority: the best is rank {e.rank} of {e.ranked}",
         )
-    if e.clamp == UPPER and e.correction is not None:
-        return Reason(
-            "clamp",
-            f"its correction is at its clamp (×{e.correction:.2f}): the corrector cannot "
-            "raise its priority further",
-        )
-    return _unclear(e)
+    return (
+        share_changed(e.share_change, ACHIEVED_WINDOW_MIN, True) or _clamp(e, UPPER) or _unclear(e)
+    )
+
+
+def _pilot_share(e: EntityFacts, scope: Scope, below: bool) -> PilotShare | None:
+    """Its part of the pilots sent, when it is off its share the same way as the entity and by
+    at least half of its gap (or it got none); else None."""
+    expected = e.expected or 0.0
+    share = PilotShare(e.pilots_sent, scope.pilots_sent, expected, e.director.lam, scope.lam)
+    if not scope.pilots_sent:
+        return share if below and not e.pilots_sent else None
+    sign = -1 if below else 1
+    off = sign * (e.pilots_sent / scope.pilots_sent - expected)
+    gap = abs(off_share(e) or 0.0)
+    if (below and not e.pilots_sent) or (off > 0 and off >= gap / 2):
+        return share
+    return None
+
+
+def _clamp(e: EntityFacts, side: str) -> Reason | None:
+    """Its correction at the clamp on `side` (the one that would bring it to its share)."""
+    if e.clamp != side or e.correction is None:
+        return None
+    if e.clamp_detail is not None:
+        return Reason("clamp", e.clamp_detail.sentence())
+    way = "raise" if side == UPPER else "lower"
+    return Reason(
+        "clamp",
+        f"its correction is at its clamp (×{e.correction:.2f}): the corrector cannot "
+        f"{way} its priority further",
+    )
+
+
+def _with_clamp(e: EntityFacts, reason: Reason, side: str) -> Reason:
+    """The main reason, and the clamp when the correction cannot help either."""
+    clamped = _clamp(e, side)
+    if clamped is None or reason.code == "clamp":
+        return reason
+    return Reason(reason.code, f"{reason.text}; {clamped.text}")
 
 
 def _above(
@@ -340,20 +419,24 @@ def _above(
     seed_rule = _per_job_term(e, scope, below=False) or _precedence(e, scope, others or {}, False)
     if seed_rule:
         return seed_rule
-    if e.clamp == LOWER and e.correction is not None:
-        return Reason(
-            "clamp",
-            f"its correction is at its clamp (×{e.correction:.2f}): the corrector cannot "
-            "lower its priority further",
-        )
+    found = share_changed(e.share_change, ACHIEVED_WINDOW_MIN, False) or _clamp(e, LOWER)
+    if found:
+        return found
     expected = e.expected or 0.0
-    if scope.pilots_sent and e.pilots_sent > MANY_PILOTS * expected * scope.pilots_sent:
-        return Reason(
-            "many_pilots",
+    share = _pilot_share(e, scope, below=False)
+    if share is not None and scope.pilots_sent:
+        text = (
             f"many pilots were sent for it: {e.pilots_sent} of {scope.pilots_sent} in the "
             f"last hour ({_pct(e.pilots_sent / scope.pilots_sent)}, against its "
-            f"{_pct(expected)} share)",
+            f"{_pct(expected)} share)"
         )
+        if scope.lam:
+            lam = e.director.lam / scope.lam
+            text += (
+                f": the λ of its TaskQueues (their priority, weighted up for CPU segments "
+                f"shorter than maxCPU down to lowestCPUBoost) was {_pct(lam)} of the director's"
+            )
+        return Reason("many_pilots", text)
     return _unclear(e)
 
 
@@ -372,6 +455,20 @@ def off_share(e: EntityFacts) -> float | None:
     return e.achieved - e.expected
 
 
+def is_off(e: EntityFacts, scope: Scope) -> bool:
+    """More than GAP off its share; or, for a small share, more than REL_GAP of it off while
+    that is at least MIN_JOBS running jobs; or nothing of it running while work a CE can serve
+    waits."""
+    gap = off_share(e)
+    if gap is None or not e.expected:
+        return False
+    if abs(gap) > GAP:
+        return True
+    if gap < 0 and e.running < MIN_JOBS and e.servable_jobs > 0:
+        return True
+    return abs(gap) > REL_GAP * e.expected and abs(gap) * scope.running >= MIN_JOBS
+
+
 def main_reason(
     e: EntityFacts,
     scope: Scope,
@@ -379,17 +476,16 @@ def main_reason(
     others: Mapping[int, int] | None = None,
     held: Mapping[str, tuple[str, float]] | None = None,
 ) -> Reason | None:
-    """The main reason the entity is more than GAP off its share, None when it is not (or when
+    """The main reason the entity is off its share (is_off), None when it is not (or when
     nothing ran or nothing of it waits: no share to compare). `others_short`: the running jobs
     the other entities of the scope miss for want of servable work; `others`: their servable
     waiting jobs per CPU segment, together; `held`: the others the seed's rules hold below their
     shares, {label: (reason code, running jobs short)}."""
-    gap = off_share(e)
-    if gap is None or abs(gap) <= GAP:
+    if not is_off(e, scope):
         return None
-    if gap < 0:
-        return _below(e, scope, others)
-    return _above(e, scope, others_short, others, held)
+    if (off_share(e) or 0.0) < 0:
+        return _with_clamp(e, _below(e, scope, others), UPPER)
+    return _with_clamp(e, _above(e, scope, others_short, others, held), LOWER)
 
 
 def reasons(entities: Sequence[EntityFacts], scope: Scope) -> list[Reason | None]:
@@ -407,6 +503,6 @@ def reasons(entities: Sequence[EntityFacts], scope: Scope) -> list[Reason | None
     }
     for i, e in enumerate(entities):
         mine = {label: v for label, v in held.items() if label != e.label}
-        if mine and (off_share(e) or 0.0) > GAP:
+        if mine and (off_share(e) or 0.0) > 0 and is_off(e, scope):
             out[i] = main_reason(e, scope, total - short[i], others[i], mine)
     return out

@@ -107,7 +107,7 @@ def test_few_pilots_when_it_got_under_half_its_share_of_them():
 def test_a_low_priority_rank_when_its_best_taskqueue_is_in_the_lower_half():
     r = main_reason(replace(BELOW, rank=12, ranked=20), SCOPE)
     assert r is not None and r.code == "low_rank"
-    assert r.text == "its TaskQueues rank low by priority: the best is 12 of 20"
+    assert r.text == "its TaskQueues rank low by priority: the best is rank 12 of 20"
     assert main_reason(replace(BELOW, rank=10, ranked=20), SCOPE).code != "low_rank"
 
 

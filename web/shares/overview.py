@@ -9,7 +9,10 @@ the work waiting to run is read here from the apps that hold it:
 - matcher.servability.reach(): per group and user how much of the waiting work some active CE can
   serve, the slots that could take it and its TaskQueues' best rank;
 - pilot_counts(since): per group and user the pilots sent for its TaskQueues since then, those
-  that found work and those that ended without.
+  that found work (and of those, the ones that ran only the others' jobs) and those that ended
+  without;
+- web.shares.why_sources: the director's decisions for its TaskQueues, its jobs held in
+  brokerage, a recent JobShare change; and here, its correction's clamp with its parameter.
 
 With those figures each row says why it is off its share (shares.explanations, pure).
 """
@@ -20,8 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Exists, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Exists, OuterRef
 from django.http import HttpRequest
 
 from core import clock, gdpconfig
@@ -34,6 +36,7 @@ from shares import corrections, explanations
 from shares.models import CorrectionRecord, GridGroup, UsageSample, UsageTick, User
 from shares.services import average_usage
 from web.matcher import selectors
+from web.shares import why_sources
 
 TOP_TASKQUEUES = 15  # the Shares page's "TaskQueue priorities" table
 PILOT_WINDOW_S = 3600  # "pilots sent in the last hour"
@@ -54,6 +57,7 @@ class PilotCounts:
 
     sent: dict[Key, int] = field(default_factory=dict)
     found_work: dict[Key, int] = field(default_factory=dict)  # claimed a job
+    elsewhere: dict[Key, int] = field(default_factory=dict)  # of those, only others' jobs
     no_work: dict[Key, int] = field(default_factory=dict)  # ended without claiming one
 
 
@@ -84,37 +88,37 @@ def taskqueues(request: HttpRequest) -> list[TaskQueue]:
     return rows
 
 
-def _of_taskqueue(name: str):
-    """The TaskQueue's `name` (owner_id, owner_group_id), from its row or from its jobs."""
-    live = TaskQueue.objects.filter(pk=OuterRef("task_queue_id")).values(name)[:1]
-    past = Job.objects.filter(task_queue_id=OuterRef("task_queue_id")).values(name)[:1]
-    return Coalesce(Subquery(live), Subquery(past))
-
-
 def pilot_counts(since: datetime) -> PilotCounts:
     """Per group and user, the pilots sent for its TaskQueues since then, those that claimed a
-    job and those that ended without one. One aggregate query: each pilot's entity is its
-    TaskQueue's owner and group, or, for a TaskQueue since removed, those of the jobs that were
-    in it."""
+    job (and of those, the ones whose jobs were all the other entities') and those that ended
+    without one. One aggregate query: each pilot's entity is its TaskQueue's owner and group,
+    or, for a TaskQueue since removed, those of the jobs that were in it."""
+    mine = Job.objects.filter(pilot_id=OuterRef("pk"))
     rows = (
         Pilot.objects.filter(submitted__gte=since)
         .annotate(
-            g=_of_taskqueue("owner_group_id"),
-            u=_of_taskqueue("owner_id"),
-            found=Exists(Job.objects.filter(pilot_id=OuterRef("pk"))),
+            g=why_sources.of_taskqueue("owner_group_id"),
+            u=why_sources.of_taskqueue("owner_id"),
+        )
+        .annotate(
+            found=Exists(mine),
+            own_g=Exists(mine.filter(owner_group_id=OuterRef("g"))),
+            own_u=Exists(mine.filter(owner_group_id=OuterRef("g"), owner_id=OuterRef("u"))),
         )
         .order_by()
-        .values("g", "u", "found", "status")
+        .values("g", "u", "found", "own_g", "own_u", "status")
         .annotate(n=Count("id"))
     )
     out = PilotCounts()
     for r in rows:
         if r["g"] is None:
             continue  # a TaskQueue nothing refers to any more
-        for key in ((r["g"], None), (r["g"], r["u"])):
+        for key, own in (((r["g"], None), r["own_g"]), ((r["g"], r["u"]), r["own_u"])):
             out.sent[key] = out.sent.get(key, 0) + r["n"]
             if r["found"]:
                 out.found_work[key] = out.found_work.get(key, 0) + r["n"]
+                if not own:
+                    out.elsewhere[key] = out.elsewhere.get(key, 0) + r["n"]
             elif r["status"] == PilotStatus.DONE:
                 out.no_work[key] = out.no_work.get(key, 0) + r["n"]
     return out
@@ -130,29 +134,47 @@ def _latest_corrections() -> dict:
     return {(r.group_id, r.user_id): r for r in CorrectionRecord.objects.filter(at=last)}
 
 
-def _clamps(corr: dict) -> dict[Key, str | None]:
-    """Whether each entity's correction in force is at a clamp of its corrector instance (as
-    configured now; an instance since removed: only its slices' clamps are unknown too)."""
-    if not corr:
-        return {}
+def _instances() -> list[corrections.Instance]:
     try:
-        instances = {i.name: i for i in corrections.parse_instances(gdpconfig.get("WMSHistory"))}
+        return corrections.parse_instances(gdpconfig.get("WMSHistory"))
     except ValueError:
-        instances = {}
-    out: dict[Key, str | None] = {}
+        return []
+
+
+def _clamps(corr: dict, configured: list[corrections.Instance]) -> dict[Key, explanations.Clamp]:
+    """Each entity's correction in force at a clamp of its corrector instance (as configured
+    now; an instance since removed: only its slices' clamps are unknown too), with the bound."""
+    instances = {i.name: i for i in configured}
+    out: dict[Key, explanations.Clamp] = {}
     for key, r in corr.items():
         inst = instances.get(r.instance)
-        out[key] = explanations.clamp_side(
+        found = explanations.clamp_at(
             r.factor,
             r.slices or {},
             inst.max_global_correction if inst else None,
             {s.name: s.max_correction for s in inst.slices} if inst else {},
+            r.instance,
         )
+        if found:
+            out[key] = found
     return out
 
 
-def _reach_facts(key: Key, found: Reach, pilots: PilotCounts, clamps: dict) -> dict:
+@dataclass
+class Sources:
+    """What the rows' "why" figures are read from, once per overview."""
+
+    reach: Reach
+    pilots: PilotCounts
+    clamps: dict[Key, explanations.Clamp]
+    director: dict[Key, explanations.DirectorFacts]
+    held: dict[Key, dict[str, int]]
+    changes: dict[int, explanations.ShareChange]
+
+
+def _reach_facts(key: Key, src: Sources) -> dict:
     """The figures that say why an entity is where it is, as the page and the API show them."""
+    found, pilots, clamp = src.reach, src.pilots, src.clamps.get(key)
     return {
         "servable_jobs": found.servable.get(key, 0),
         "blocked": dict(sorted(found.blocked.get(key, {}).items())),
@@ -162,8 +184,13 @@ def _reach_facts(key: Key, found: Reach, pilots: PilotCounts, clamps: dict) -> d
         "pilots_no_work": pilots.no_work.get(key, 0),
         "rank": found.rank.get(key),
         "ranked": found.ranked,
-        "clamp": clamps.get(key),
+        "clamp": clamp.side if clamp else None,
         "segments": dict(sorted(found.segments.get(key, {}).items())),
+        "pilots_elsewhere": pilots.elsewhere.get(key, 0),
+        "clamp_detail": clamp,
+        "director": src.director.get(key, explanations.DirectorFacts()),
+        "held": src.held.get(key, {}),
+        "share_change": src.changes.get(key[0]) if key[1] is None else None,
     }
 
 
@@ -185,6 +212,11 @@ def _facts(label: str, row: dict) -> explanations.EntityFacts:
         correction=row["correction"].factor if row["correction"] else None,
         clamp=row["clamp"],
         segments=row["segments"],
+        clamp_detail=row["clamp_detail"],
+        director=row["director"],
+        pilots_elsewhere=row["pilots_elsewhere"],
+        held=row["held"],
+        share_change=row["share_change"],
     )
 
 
@@ -202,6 +234,7 @@ def _explain(rows: list[dict], running_total: float) -> None:
             running,
             sum(e["pilots_sent"] for e in entities),
             waiting_jobs=sum(e["waiting_jobs"] for e in entities),
+            lam=sum(e["director"].lam for e in entities),
             **rules,
         )
 
@@ -231,9 +264,16 @@ def overview() -> dict:
     users = {
         u.pk: u for u in User.objects.filter(pk__in={u for s in waiting_users.values() for u in s})
     }
-    found = servability.reach()
-    pilots = pilot_counts(clock.now() - timedelta(seconds=PILOT_WINDOW_S))
-    clamps = _clamps(corr)
+    since = clock.now() - timedelta(seconds=PILOT_WINDOW_S)
+    instances = _instances()
+    src = Sources(
+        reach=servability.reach(),
+        pilots=pilot_counts(since),
+        clamps=_clamps(corr, instances),
+        director=why_sources.director(since),
+        held=why_sources.held(),
+        changes=why_sources.share_changes(instances, ACHIEVED_WINDOW_S),
+    )
     rows = []
     for g in groups:
         group_running = usage.get((g.pk, None), 0.0)
@@ -247,7 +287,7 @@ def overview() -> dict:
             "achieved": group_running / running_total if running_total else None,
             "running": group_running,
             "correction": corr.get((g.pk, None)),
-            **_reach_facts((g.pk, None), found, pilots, clamps),
+            **_reach_facts((g.pk, None), src),
             "users": [],
         }
         if not g.job_sharing and g.pk in waiting_users:
@@ -262,7 +302,7 @@ def overview() -> dict:
                         "achieved": user_running / group_running if group_running else None,
                         "running": user_running,
                         "correction": corr.get((g.pk, uid)),
-                        **_reach_facts((g.pk, uid), found, pilots, clamps),
+                        **_reach_facts((g.pk, uid), src),
                     }
                 )
         rows.append(row)
