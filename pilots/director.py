@@ -36,6 +36,11 @@ class Settings:
     # The seed's pilotsPerJob term: half of a cycle's pilots go by waiting jobs, whatever the
     # shares. Off: they go by priority too (gdpconfig PilotsPerJobTerm).
     per_job_term: bool = True
+    # Pools whose backend starts a pilot at once on this machine (a local backend): a TaskQueue
+    # of only such pools with waiting jobs and no pilot waiting for it gets one whatever the
+    # draw, as DIRAC's SiteDirector serves every TaskQueue with work. A small TaskQueue's draw
+    # may otherwise come up empty several cycles running while its user watches.
+    on_demand_pools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class Decision:
     submit_pool: str = ""
     private: bool = False
     notes: list[str] = field(default_factory=list)
+    on_demand: bool = False  # one pilot though the draw gave none (Settings.on_demand_pools)
 
 
 def poisson(lam: float, rng: random.Random) -> int:
@@ -129,8 +135,16 @@ def plan(
         drawn = poisson(lam, rng)
         waiting = waiting_pilots.get(tq.id, 0)
         cap = cap_for(tq.jobs, waiting, s)
-        out.append(Decision(tq, lam, drawn, cap, waiting, max(0, min(drawn, cap))))
+        d = Decision(tq, lam, drawn, cap, waiting, max(0, min(drawn, cap)))
+        if not d.to_submit and not waiting and on_demand(tq, s) and cap > 0:
+            d.to_submit, d.on_demand = 1, True
+        out.append(d)
     return out
+
+
+def on_demand(tq: TaskQueueState, s: Settings) -> bool:
+    """Whether every pool the TaskQueue names starts its pilots on demand."""
+    return bool(tq.submit_pools) and set(tq.submit_pools) <= set(s.on_demand_pools)
 
 
 def choose_submit_pool(

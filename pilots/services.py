@@ -63,6 +63,9 @@ def _settings(running_jobs: int, waiting_jobs: int) -> tuple[director.Settings, 
         adaptive_max_factor=gdpconfig.get("AdaptiveMaxFactor"),
         site_director_cap=gdpconfig.get("SiteDirectorPilotCap"),
         per_job_term=gdpconfig.get("PilotsPerJobTerm"),
+        on_demand_pools=tuple(
+            pool for pool, kind in gdpconfig.get("SubmitPoolBackends").items() if kind == "local"
+        ),
     )
     return s, director.effective_pilots_per_iteration(s, waiting_jobs, running_jobs)
 

@@ -136,3 +136,29 @@ def test_a_private_pilot_jdl_names_owner_unless_jobsharing():
     assert "-O /CN=alice" in jdl and "TaskQueueID = 7" in jdl and 'GlueCEUniqueID == "ce1"' in jdl
     shared = pilot_jdl(7, "/CN=erin", "lhcb_mc", True, "gLite", [], job_sharing=True)
     assert "-O" not in shared and "-G lhcb_mc" in shared
+
+
+class EmptyDraws(random.Random):
+    """An RNG whose Poisson draws are all 0."""
+
+    def random(self):
+        return 0.0
+
+
+def test_a_taskqueue_of_an_on_demand_pool_with_no_pilot_waiting_gets_one_whatever_the_draw():
+    from dataclasses import replace
+
+    s = replace(S, on_demand_pools=("Local",))
+    tqs = [
+        TaskQueueState(1, priority=0.01, jobs=1, cpu_time=500, submit_pools=("Local",)),
+        TaskQueueState(2, priority=0.01, jobs=1, cpu_time=500, submit_pools=("Local",)),
+        TaskQueueState(3, priority=0.01, jobs=1, cpu_time=500, submit_pools=("gLite",)),
+        TaskQueueState(4, priority=0.01, jobs=1, cpu_time=500, submit_pools=("Local", "gLite")),
+    ]
+    decisions = plan(tqs, {2: 1}, s, EmptyDraws())
+    assert [d.drawn for d in decisions] == [0, 0, 0, 0]
+    # 1: served on demand; 2: a pilot already waits for it; 3 and 4: not only on-demand pools.
+    assert [d.to_submit for d in decisions] == [1, 0, 0, 0]
+    assert [d.on_demand for d in decisions] == [True, False, False, False]
+    # Without on-demand pools the seed's draw alone decides.
+    assert [d.to_submit for d in plan(tqs, {2: 1}, S, EmptyDraws())] == [0, 0, 0, 0]
