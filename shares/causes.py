@@ -6,7 +6,8 @@ facts).
 - the director's decisions for the entity's TaskQueues: a note that stops its pilots (an
   external or unknown submit pool, no credential, nothing in the list-match), or CEs that took
   few of the pilots it drew (no free waiting slots);
-- the pilots sent for it that found no work, or ran the other entities' jobs;
+- the pilots sent for it that found no work, or ran the other entities' jobs; the pilots sent
+  for the others that ran its jobs;
 - its jobs held in brokerage (not yet in a TaskQueue);
 - a recent JobShare change that the achieved share and the correction still lag.
 """
@@ -179,12 +180,12 @@ def pilots_astray(
     if no_work >= elsewhere:
         text = f"{no_work} of the {sent} pilots sent for it in the last hour found no work"
         if elsewhere:
-            text += f" and {elsewhere} ran only the other {peers}' jobs"
+            text += f" and {elsewhere} ran only jobs of the other {peers}"
         code = "pilots_no_work"
     else:
         text = (
-            f"{elsewhere} of the {sent} pilots sent for it in the last hour ran only the "
-            f"other {peers}' jobs"
+            f"{elsewhere} of the {sent} pilots sent for it in the last hour ran only jobs of "
+            f"the other {peers}"
         )
         if no_work:
             text += f" and {no_work} found no work"
@@ -195,6 +196,30 @@ def pilots_astray(
             f"{rank} of {ranked}"
         )
     return Reason(code, text)
+
+
+def others_pilots(
+    ran_it: int,
+    for_others: int,
+    sent: float,
+    achieved: float,
+    peers: str,
+    rank: int | None,
+    ranked: int,
+) -> Reason | None:
+    """Above its share: its own pilots (`sent`: its part of the pilots sent) fall short of its
+    achieved share, and most of the pilots that ran its jobs were sent for the others'
+    TaskQueues."""
+    if not (for_others and 2 * for_others >= ran_it and sent < achieved):
+        return None
+    best = f"; its best TaskQueue ranks {rank} of {ranked}" if rank and ranked else ""
+    return Reason(
+        "others_pilots",
+        f"{for_others} of the {ran_it} pilots that ran its jobs in the last hour were sent for "
+        f"TaskQueues of the other {peers} ({pct(sent)} of the pilots were sent for its own, "
+        f"against the {pct(achieved)} it ran): a pilot takes the TaskQueues it matches by "
+        f"priority, whoever it was sent for{best}",
+    )
 
 
 BROKERAGE_STATES = ("pending", "defined", "assigned", "throttled")

@@ -41,9 +41,11 @@ above its share
      share;
   4. the CPU-segment precedence: most of its servable waiting jobs are in higher CPU segments
      than most of the others';
-  5. its JobShare changed within the corrector's longest slice;
-  6. its correction is at its lower clamp;
-  7. it got more of the pilots than its share, by at least half its gap (with its part of the
+  5. most of the pilots that ran its jobs were sent for the others' TaskQueues (a pilot takes
+     what it matches by priority, whoever it was sent for);
+  6. its JobShare was cut within the corrector's longest slice;
+  7. its correction is at its lower clamp (the bound and the parameter named);
+  8. it got more of the pilots than its share, by at least half its gap (with its part of the
      director's λ).
 Otherwise a sentence saying that none of these stands out. When another cause comes first and
 its correction is at the clamp on the side that would help, the sentence says so too.
@@ -66,6 +68,7 @@ from shares.causes import (
     clamp_at,
     director_blocked,
     held_in_brokerage,
+    others_pilots,
     pct,
     pilots_astray,
     share_changed,
@@ -118,6 +121,8 @@ class EntityFacts:
         default_factory=DirectorFacts
     )  # the director's decisions, last hour
     pilots_elsewhere: int = 0  # of pilots_found_work, those that ran only others' jobs
+    pilots_ran_it: int = 0  # pilots of the last hour that ran its jobs, whoever they were for
+    pilots_ran_it_for_others: int = 0  # of those, the ones sent for others' TaskQueues
     held: Mapping[str, int] = field(default_factory=dict)  # brokerage state -> jobs held
     share_change: ShareChange | None = None  # a JobShare change the corrector still spans
 
@@ -152,6 +157,7 @@ REASON_CODES = {
     "clamp": "its correction is at its clamp",
     "others_short": "the others lack servable waiting work",
     "others_held": "the seed's rules hold the others below their shares",
+    "others_pilots": "pilots sent for the others ran its jobs",
     "many_pilots": "many pilots sent for it",
     "unclear": "none of the usual causes stands out",
 }
@@ -419,7 +425,19 @@ def _above(
     seed_rule = _per_job_term(e, scope, below=False) or _precedence(e, scope, others or {}, False)
     if seed_rule:
         return seed_rule
-    found = share_changed(e.share_change, ACHIEVED_WINDOW_MIN, False) or _clamp(e, LOWER)
+    found = (
+        others_pilots(
+            e.pilots_ran_it,
+            e.pilots_ran_it_for_others,
+            e.pilots_sent / scope.pilots_sent if scope.pilots_sent else 0.0,
+            e.achieved or 0.0,
+            scope.peers,
+            e.rank,
+            e.ranked,
+        )
+        or share_changed(e.share_change, ACHIEVED_WINDOW_MIN, False)
+        or _clamp(e, LOWER)
+    )
     if found:
         return found
     expected = e.expected or 0.0

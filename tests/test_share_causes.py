@@ -135,3 +135,33 @@ def test_a_jobshare_raised_within_the_hour_is_the_reason_of_a_group_still_below(
         f"its JobShare changed from {old:g} to {old * 3:g} 0 min ago: the achieved share "
         "(the last hour's average) and the correction still count the running jobs before it"
     )
+
+
+def test_the_pilots_that_ran_an_entitys_jobs_are_told_apart_by_whom_they_were_sent_for(starved):
+    from matcher.models import Job
+    from pilots.models import Pilot, PilotStatus
+    from web.shares import why_sources
+
+    alice = starved["alice"]
+    at = clock.now() - timedelta(minutes=10)
+
+    def pilot(tq_id: int) -> Pilot:
+        return Pilot.objects.create(
+            reference=f"p-{Pilot.objects.count()}",
+            task_queue_id=tq_id,
+            owner_dn="/CN=pilot",
+            owner_group="lhcb_pilot",
+            submit_pool="Simulated",
+            status=PilotStatus.RUNNING,
+            submitted=at,
+            status_changed=at,
+        )
+
+    # alice's first running job on a pilot sent for erin's TaskQueue (lhcb_mc), her second on
+    # one sent for her own.
+    Job.objects.filter(pk=alice[0].pk).update(pilot=pilot(starved["erin"][0].task_queue_id))
+    Job.objects.filter(pk=alice[1].pk).update(pilot=pilot(alice[2].task_queue_id))
+    got = why_sources.ran_by(clock.now() - timedelta(hours=1))
+    group, user = alice[0].owner_group_id, alice[0].owner_id
+    assert got[(group, None)] == (2, 1)
+    assert got[(group, user)] == (2, 1)

@@ -157,9 +157,9 @@ def test_pilots_that_ran_only_the_others_jobs_name_its_rank():
     r = main_reason(e, SCOPE_80)
     assert r is not None and r.code == "pilots_elsewhere"
     assert r.text == (
-        "50 of the 80 pilots sent for it in the last hour ran only the other groups' jobs and "
-        "5 found no work: a pilot takes the TaskQueues it matches by priority, and its best "
-        "ranks 14 of 20"
+        "50 of the 80 pilots sent for it in the last hour ran only jobs of the other groups "
+        "and 5 found no work: a pilot takes the TaskQueues it matches by priority, and its "
+        "best ranks 14 of 20"
     )
 
 
@@ -191,3 +191,31 @@ def test_a_recent_jobshare_raise_is_named_below_and_a_cut_above():
     r = main_reason(replace(above, share_change=cut), SCOPE_80)
     assert r is not None and r.code == "share_change"
     assert "the correction still counts the running jobs before it" in r.text
+
+
+def test_above_its_share_on_pilots_sent_for_the_others_names_them():
+    users = Scope("users of lhcb_user", running=20.0, pilots_sent=337)
+    admin = replace(
+        BELOW,
+        label="admin",
+        expected=0.25,
+        achieved=0.39,
+        running=7.8,
+        pilots_sent=71,
+        pilots_found_work=60,
+        pilots_no_work=0,
+        rank=29,
+        ranked=245,
+        pilots_ran_it=201,
+        pilots_ran_it_for_others=156,
+    )
+    r = main_reason(admin, users)
+    assert r is not None and r.code == "others_pilots"
+    assert r.text == (
+        "156 of the 201 pilots that ran its jobs in the last hour were sent for TaskQueues of "
+        "the other users of lhcb_user (21 % of the pilots were sent for its own, against the "
+        "39 % it ran): a pilot takes the TaskQueues it matches by priority, whoever it was "
+        "sent for; its best TaskQueue ranks 29 of 245"
+    )
+    # Its own pilots account for what it ran: not the others'.
+    assert main_reason(replace(admin, pilots_sent=140), users).code != "others_pilots"

@@ -170,6 +170,7 @@ class Sources:
     director: dict[Key, explanations.DirectorFacts]
     held: dict[Key, dict[str, int]]
     changes: dict[int, explanations.ShareChange]
+    ran_by: dict[Key, tuple[int, int]]
 
 
 def _reach_facts(key: Key, src: Sources) -> dict:
@@ -187,6 +188,8 @@ def _reach_facts(key: Key, src: Sources) -> dict:
         "clamp": clamp.side if clamp else None,
         "segments": dict(sorted(found.segments.get(key, {}).items())),
         "pilots_elsewhere": pilots.elsewhere.get(key, 0),
+        "pilots_ran_it": src.ran_by.get(key, (0, 0))[0],
+        "pilots_ran_it_for_others": src.ran_by.get(key, (0, 0))[1],
         "clamp_detail": clamp,
         "director": src.director.get(key, explanations.DirectorFacts()),
         "held": src.held.get(key, {}),
@@ -215,6 +218,8 @@ def _facts(label: str, row: dict) -> explanations.EntityFacts:
         clamp_detail=row["clamp_detail"],
         director=row["director"],
         pilots_elsewhere=row["pilots_elsewhere"],
+        pilots_ran_it=row["pilots_ran_it"],
+        pilots_ran_it_for_others=row["pilots_ran_it_for_others"],
         held=row["held"],
         share_change=row["share_change"],
     )
@@ -273,6 +278,7 @@ def overview() -> dict:
         director=why_sources.director(since),
         held=why_sources.held(),
         changes=why_sources.share_changes(instances, ACHIEVED_WINDOW_S),
+        ran_by=why_sources.ran_by(since),
     )
     rows = []
     for g in groups:

@@ -6,6 +6,8 @@ web.shares.overview from the apps that hold them (shares.causes words them):
 - held(): per group and user, its jobs held in brokerage, by state (not yet in a TaskQueue);
 - share_changes(instances): per group, its last JobShare change within the longest slice of the
   corrector that corrects between the groups (shares.GroupChange);
+- ran_by(since): per group and user, the pilots sent since then that ran its jobs, and of
+  those the ones sent for another entity's TaskQueues;
 - of_taskqueue(name): a TaskQueue's owner or group, from its row or, once it is gone, its jobs.
 
 Read-only; a fixed number of queries whatever the number of decisions or jobs.
@@ -33,11 +35,37 @@ EXTERNAL = "its pilots are started outside this director"  # services.plan_batch
 SLOTS_FULL = "CEs took "  # services.collect_submitted's note
 
 
-def of_taskqueue(name: str):
-    """The TaskQueue's `name` (owner_id, owner_group_id), from its row or from its jobs."""
-    live = TaskQueue.objects.filter(pk=OuterRef("task_queue_id")).values(name)[:1]
-    past = Job.objects.filter(task_queue_id=OuterRef("task_queue_id")).values(name)[:1]
+def of_taskqueue(name: str, ref: str = "task_queue_id"):
+    """The TaskQueue's `name` (owner_id, owner_group_id), from its row or from its jobs; `ref`
+    names the outer query's TaskQueue id."""
+    live = TaskQueue.objects.filter(pk=OuterRef(ref)).values(name)[:1]
+    past = Job.objects.filter(task_queue_id=OuterRef(ref)).values(name)[:1]
     return Coalesce(Subquery(live), Subquery(past))
+
+
+def ran_by(since) -> dict[Key, tuple[int, int]]:
+    """Per (group, None) and (group, user): (the pilots sent since then that ran its jobs, those
+    of them sent for another entity's TaskQueues). One aggregate query."""
+    rows = (
+        Job.objects.filter(pilot__submitted__gte=since)
+        .annotate(
+            pg=of_taskqueue("owner_group_id", "pilot__task_queue_id"),
+            pu=of_taskqueue("owner_id", "pilot__task_queue_id"),
+        )
+        .order_by()
+        .values("owner_group_id", "owner_id", "pg", "pu")
+        .annotate(n=Count("pilot_id", distinct=True))
+    )
+    out: dict[Key, tuple[int, int]] = {}
+    for r in rows:
+        g, u = r["owner_group_id"], r["owner_id"]
+        for key, other in (
+            ((g, None), r["pg"] != g),
+            ((g, u), (r["pg"], r["pu"]) != (g, u)),
+        ):
+            ran, others = out.get(key, (0, 0))
+            out[key] = (ran + r["n"], others + (r["n"] if other else 0))
+    return out
 
 
 def _stopping(note: str) -> str | None:
