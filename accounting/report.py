@@ -6,14 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Sum
+from django.db.models import Min, Sum
 
-from accounting.models import AccountingBin
+from accounting.models import AccountingBin, AccountingMark
 from core import clock
 
 GROUPINGS = {"group": "group__name", "user": "user__username", "site": "site", "ce": "ce"}
 WINDOWS = {6: "last 6 hours", 24: "last day", 168: "last week", 720: "last 30 days"}
 NONE = "(none)"  # a job not placed at a site or CE
+HOUR = timedelta(hours=1)
 
 
 @dataclass
@@ -30,7 +31,7 @@ class Row:
 @dataclass
 class Total:
     key: str
-    running: float  # average over the window
+    running: float  # average over the time the data covers (Coverage)
     finished: int
     failed: int
     cpu_hours: float
@@ -41,15 +42,54 @@ class Total:
         ended = self.finished + self.failed
         return self.finished / ended if ended else None
 
+    @property
+    def cpu_efficiency(self) -> float | None:
+        """CPU time over wall time, as the payloads reported them (none without wall time)."""
+        return self.cpu_hours / self.wall_hours if self.wall_hours else None
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The part of a window the accounting's data covers: from the window's start, or the
+    first hour binned if the accounting began later (bins are kept AccountingDays), to its
+    last sample (the cycle's mark), or now. An average over the window divides by this time,
+    not by the window's: a grid sampled for two hours of a 30-day window ran what it ran in
+    those two hours."""
+
+    since: datetime
+    until: datetime
+
+    @property
+    def hours(self) -> float:
+        return max(0.0, (self.until - self.since).total_seconds() / 3600)
+
+    def hours_within(self, start: datetime, end: datetime) -> float:
+        """The hours of [start, end) the data covers."""
+        covered = min(end, self.until) - max(start, self.since)
+        return max(0.0, covered.total_seconds() / 3600)
+
+
+def coverage(hours: int) -> Coverage:
+    """What the data covers of the window of the last `hours` (as `rows` reads it)."""
+    now = clock.now()
+    start = _hour(now) - timedelta(hours=hours - 1)
+    first = AccountingBin.objects.aggregate(first=Min("hour"))["first"]
+    mark = AccountingMark.objects.order_by("pk").values_list("sampled_at", flat=True).first()
+    since = max(start, first) if first is not None else start
+    until = min(now, mark) if mark is not None else now
+    return Coverage(since=since, until=max(since, until))
+
 
 def _hour(at: datetime) -> datetime:
     return at.replace(minute=0, second=0, microsecond=0)
 
 
-def rows(hours: int, group_by: str) -> list[Row]:
-    """One row per hour and key with anything in it, by hour then key."""
-    now = clock.now()
-    current = _hour(now)
+def rows(hours: int, group_by: str, covered: Coverage | None = None) -> list[Row]:
+    """One row per hour and key with anything in it, by hour then key. The current hour's
+    running jobs are averaged over its minutes sampled so far."""
+    covered = covered or coverage(hours)
+    now = covered.until
+    current = _hour(clock.now())
     key = GROUPINGS[group_by]
     bins = (
         AccountingBin.objects.filter(hour__gte=current - timedelta(hours=hours - 1))
@@ -78,12 +118,20 @@ def rows(hours: int, group_by: str) -> list[Row]:
     ]
 
 
-def totals(found: list[Row], hours: int) -> list[Total]:
-    """Per key over the window, the busiest first."""
+def job_hours(r: Row, covered: Coverage) -> float:
+    """The row's running jobs times the time they were sampled over (its hour, or the part of
+    the current hour sampled so far)."""
+    return r.running * min(1.0, max(1 / 60, covered.hours_within(r.hour, r.hour + HOUR)))
+
+
+def totals(found: list[Row], covered: Coverage) -> list[Total]:
+    """Per key over the window, the busiest first; the running jobs averaged over the time the
+    data covers."""
     by_key: dict[str, Total] = {}
+    span = max(covered.hours, 1 / 60)
     for r in found:
         t = by_key.setdefault(r.key, Total(r.key, 0.0, 0, 0, 0.0, 0.0))
-        t.running += r.running / hours
+        t.running += job_hours(r, covered) / span
         t.finished += r.finished
         t.failed += r.failed
         t.cpu_hours += r.cpu_hours

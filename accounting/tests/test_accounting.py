@@ -96,7 +96,7 @@ def test_the_page_groups_by_user_and_links_into_the_jobs_list(client, users):
     html = page.content.decode()
     assert '<tr data-key="alice"><td><a href="/jobs/?owner=alice">alice</a></td>' in html
     assert "75.0 %" in html  # alice: 3 finished of 4 ended
-    assert html.count("plotly-graph-div") == 4
+    assert html.count("plotly-graph-div") == 5  # running, finished, failed, CPU, CPU efficiency
 
 
 def test_the_csv_export_is_the_apis_rows(client, users):

@@ -42,27 +42,31 @@ def accounting_page(request):
     if not form.is_valid():
         return render(request, "accounting/accounting.html", {"form": form}, status=400)
     hours, group_by = form.cleaned_data["hours"], form.cleaned_data["group_by"]
-    found = report.rows(hours, group_by)
+    covered = report.coverage(hours)
+    found = report.rows(hours, group_by, covered)
     if request.GET.get("format") == "csv":
         return csv_response(found, group_by, hours)
-    totals = report.totals(found, hours)
+    totals = report.totals(found, covered)
     for t in totals:
         t.link = _jobs_link(group_by, t.key)
     charts_html = {}
     if found:
         bucket = charts.bucket_of(hours)
+        by = {"bucket": bucket, "group_by": group_by}
         per = charts.per_bucket_figure
         charts_html = {
             "bucket": bucket,
-            "running": to_html(charts.running_figure(found, bucket)),
-            "ended": to_html(per(found, lambda r: r.finished, "jobs finished", bucket)),
-            "failed": to_html(per(found, lambda r: r.failed, "jobs failed", bucket)),
-            "cpu": to_html(per(found, lambda r: r.cpu_hours, "CPU hours", bucket)),
+            "running": to_html(charts.running_figure(found, covered, **by)),
+            "ended": to_html(per(found, lambda r: r.finished, "jobs finished", **by)),
+            "failed": to_html(per(found, lambda r: r.failed, "jobs failed", **by)),
+            "cpu": to_html(per(found, lambda r: r.cpu_hours, "CPU hours", counts=False, **by)),
+            "cpu_efficiency": to_html(charts.cpu_efficiency_figure(found, **by)),
         }
     query = urlencode({"hours": hours, "group_by": group_by})
     context = {
         "form": form,
         "hours": hours,
+        "covered_hours": covered.hours,
         "group_by": group_by,
         "totals": totals,
         "charts": charts_html,

@@ -2,6 +2,7 @@
 
 import plotly.graph_objects as go
 
+from web.core import chart_style as style
 from web.matcher.charts import _layout
 
 
@@ -18,6 +19,7 @@ def removed_by_figure(removed_by: dict[str, int], kept: int) -> go.Figure:
         )
     )
     fig.update_xaxes(title="candidates")
+    style.count_axis(fig, "x")
     fig.update_yaxes(autorange="reversed")
     fig = _layout(fig)
     fig.update_layout(height=max(200, 28 * (len(checks) + 1) + 60))
@@ -41,6 +43,7 @@ def weights_figure(rows: list[dict], chosen: list[str]) -> go.Figure:
         )
     )
     fig.update_yaxes(title="weight")
+    style.axis_format(fig, "y", style.WEIGHT)
     return _layout(fig)
 
 
@@ -53,6 +56,7 @@ def queue_weights_figure(rows: list[dict]) -> go.Figure:
         )
     )
     fig.update_yaxes(title="basic weight (running vs queued)")
+    style.axis_format(fig, "y", style.WEIGHT)
     return _layout(fig)
 
 
@@ -72,6 +76,7 @@ def stabilizer_figure(rows: list[dict]) -> go.Figure:
             ),
         ]
     )
-    fig.update_layout(barmode="group", legend={"orientation": "h"})
+    fig.update_layout(barmode="group")
     fig.update_yaxes(title="jobs")
+    style.count_axis(fig)
     return _layout(fig)

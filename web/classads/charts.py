@@ -2,6 +2,7 @@
 
 import plotly.graph_objects as go
 
+from web.core import chart_style as style
 from web.matcher.charts import _layout
 
 
@@ -27,6 +28,7 @@ def site_ad_figure(samples: list[dict]) -> go.Figure:
         )
     )
     fig.update_yaxes(title="matches", rangemode="tozero")
+    style.count_axis(fig)
     return _layout(fig)
 
 
@@ -50,4 +52,6 @@ def negotiation_figure(runs: list[dict]) -> go.Figure:
         yaxis={"title": "matches"},
         yaxis2={"title": "seconds", "overlaying": "y", "side": "right", "rangemode": "tozero"},
     )
+    style.count_axis(fig, "y")
+    style.axis_format(fig, "y2", style.DECIMAL)
     return _layout(fig)

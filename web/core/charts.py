@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-PALETTE = ["#2563eb", "#16a34a", "#dc2626", "#9333ea", "#ea580c", "#0891b2", "#ca8a04"]
-
+from web.core.chart_style import PALETTE as PALETTE
+from web.core.chart_style import dress
 
 # The shortest stretch of time a time axis spans: one sample (or a few seconds of them) would
 # otherwise get a range of milliseconds, ticked in fractions of a second.
@@ -36,6 +36,7 @@ def layout(fig: go.Figure) -> go.Figure:
     fig.update_xaxes(automargin=True)
     fig.update_yaxes(automargin=True)
     _time_axis(fig)
+    dress(fig)  # colours, number formats, angled labels, "no data in this window"
     return fig
 
 

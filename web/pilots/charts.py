@@ -2,7 +2,7 @@
 
 import plotly.graph_objects as go
 
-from web.core.charts import PALETTE
+from web.core import chart_style as style
 from web.core.charts import layout as _layout
 from web.core.charts import to_html as to_html
 
@@ -20,18 +20,20 @@ def director_figure(rows: list[dict]) -> go.Figure:
         name = f"TQ {r['task_queue_id']}" if r["task_queue_id"] in top else "other"
         series.setdefault(name, {})
         series[name][r["at"]] = series[name].get(r["at"], 0) + r["submitted"]
+    colours = style.series_colours(n for n in series if n != "other")
     fig = go.Figure()
-    for i, (name, by_run) in enumerate(sorted(series.items())):
+    for name, by_run in sorted(series.items()):
         fig.add_trace(
             go.Bar(
                 x=runs,
                 y=[by_run.get(t, 0) for t in runs],
                 name=name,
-                marker_color=PALETTE[i % len(PALETTE)] if name != "other" else "#9ca3af",
+                marker_color=colours.get(name, style.OTHER),
             )
         )
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="pilots submitted")
+    style.count_axis(fig, stacked=True)
     return _layout(fig)
 
 
@@ -40,7 +42,7 @@ def pilots_per_site_figure(rows: list[dict]) -> go.Figure:
     sites = sorted({r["site"] or "—" for r in rows})
     statuses = [s for s in rows[0]["counts"]] if rows else []
     fig = go.Figure()
-    for i, status in enumerate(statuses):
+    for status in statuses:
         per_site = {site: 0 for site in sites}
         for r in rows:
             per_site[r["site"] or "—"] += r["counts"].get(status, 0)
@@ -50,9 +52,10 @@ def pilots_per_site_figure(rows: list[dict]) -> go.Figure:
                     name=status,
                     x=sites,
                     y=[per_site[s] for s in sites],
-                    marker_color=PALETTE[i % len(PALETTE)],
+                    marker_color=style.colour(style.PILOT_STATE_COLOURS, status),
                 )
             )
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="pilots")
+    style.count_axis(fig, stacked=True)
     return _layout(fig)

@@ -1,12 +1,14 @@
-"""The timeouts page's figures: the time left before each rule fires, the actions per hour."""
+"""The timeouts page's figures: the time left before each rule fires, the actions per hour. A
+kind of timeout has its colour of every chart (web.core.chart_style.TIMEOUT_COLOURS)."""
 
 import plotly.graph_objects as go
 
-from web.matcher.charts import PALETTE, _layout
+from web.core import chart_style as style
+from web.matcher.charts import _layout
 
 
-def _rule_colour(rule: str, rules: list[str]) -> str:
-    return PALETTE[rules.index(rule) % len(PALETTE)] if rule in rules else "#9ca3af"
+def _rule_colour(rule: str) -> str:
+    return style.colour(style.TIMEOUT_COLOURS, rule)
 
 
 def time_left_figure(rows: list[tuple[str, float]], rules: list[str], titles: dict) -> go.Figure:
@@ -19,13 +21,15 @@ def time_left_figure(rows: list[tuple[str, float]], rules: list[str], titles: di
                 go.Histogram(
                     x=hours,
                     name=titles.get(rule, rule),
-                    marker_color=_rule_colour(rule, rules),
+                    marker_color=_rule_colour(rule),
                     xbins={"size": 0.5},
                 )
             )
-    fig.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.25})
+    fig.update_layout(barmode="stack")
     fig.update_xaxes(title="hours left", rangemode="tozero")
+    style.axis_format(fig, "x", {"tickformat": ",.1~f", "hoverformat": ",.1f"})
     fig.update_yaxes(title="jobs")
+    style.count_axis(fig, stacked=True)
     fig = _layout(fig)
     fig.update_layout(height=340)
     return fig
@@ -43,11 +47,12 @@ def actions_figure(rows: list[tuple], rules: list[str], titles: dict) -> go.Figu
                     y=[n for _, n in points],
                     width=[3_240_000] * len(points),  # 0.9 h in ms: one bar per hour
                     name=titles.get(rule, rule),
-                    marker_color=_rule_colour(rule, rules),
+                    marker_color=_rule_colour(rule),
                 )
             )
-    fig.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.25})
+    fig.update_layout(barmode="stack")
     fig.update_yaxes(title="jobs acted on")
+    style.count_axis(fig, stacked=True)
     fig = _layout(fig)
     fig.update_layout(height=340)
     return fig
