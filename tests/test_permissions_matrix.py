@@ -701,6 +701,8 @@ ROWS = [
         {"confirm": "yes"},
         STAFF_WRITE + " R",
     ),
+    ("parameter-reset", "POST", f"/config/{PARAM}/reset/", {}, STAFF_WRITE + " 200"),
+    ("parameter-reset", "POST", f"/config/{PARAM}/reset/", {"confirm": "yes"}, STAFF_WRITE + " R"),
     ("cycle-runs", "GET", "/config/cycles/", None, A),
     # --- pages: notifications (each user's own) ----------------------------------------------
     ("notifications", "GET", "/notifications/", None, A),
