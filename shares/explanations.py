@@ -32,6 +32,7 @@ below its share
   10. its JobShare was raised within the corrector's longest slice (before 8. when within the
       achieved share's hour);
   11. its correction is at its upper clamp (the bound and the parameter named);
+  12. the director's λ for its TaskQueues is under its share by at least half its gap;
 above its share
   1. the others (groups, or the group's users) lack servable waiting work, so the slots they
      leave go to it;
@@ -46,7 +47,8 @@ above its share
   6. its JobShare was cut within the corrector's longest slice;
   7. its correction is at its lower clamp (the bound and the parameter named);
   8. it got more of the pilots than its share, by at least half its gap (with its part of the
-     director's λ).
+     director's λ);
+  9. the director's λ for its TaskQueues is over its share by at least half its gap.
 Otherwise a sentence saying that none of these stands out. When another cause comes first and
 its correction is at the clamp on the side that would help, the sentence says so too.
 """
@@ -154,6 +156,7 @@ REASON_CODES = {
     "few_pilots": "few pilots sent for it",
     "low_rank": "its TaskQueues rank low by priority",
     "share_change": "its JobShare changed recently",
+    "lambda": "the director's λ for its TaskQueues is off its share",
     "clamp": "its correction is at its clamp",
     "others_short": "the others lack servable waiting work",
     "others_held": "the seed's rules hold the others below their shares",
@@ -363,7 +366,10 @@ def _below(e: EntityFacts, scope: Scope, others: Mapping[int, int] | None = None
             f"its TaskQueues rank low by priority: the best is rank {e.rank} of {e.ranked}",
         )
     return (
-        share_changed(e.share_change, ACHIEVED_WINDOW_MIN, True) or _clamp(e, UPPER) or _unclear(e)
+        share_changed(e.share_change, ACHIEVED_WINDOW_MIN, True)
+        or _clamp(e, UPPER)
+        or _lambda(e, scope, below=True)
+        or _unclear(e)
     )
 
 
@@ -455,13 +461,34 @@ def _above(
                 f"shorter than maxCPU down to lowestCPUBoost) was {_pct(lam)} of the director's"
             )
         return Reason("many_pilots", text)
-    return _unclear(e)
+    return _lambda(e, scope, below=False) or _unclear(e)
+
+
+def _lambda(e: EntityFacts, scope: Scope, below: bool) -> Reason | None:
+    """The director aims its pilots by λ: the λ of its TaskQueues is off its share the same way
+    as the entity, by at least half its gap."""
+    if not scope.lam:
+        return None
+    expected = e.expected or 0.0
+    lam = e.director.lam / scope.lam
+    sign = -1 if below else 1
+    off = sign * (lam - expected)
+    if off <= 0 or off < abs(off_share(e) or 0.0) / 2:
+        return None
+    return Reason(
+        "lambda",
+        f"the director aims {'fewer' if below else 'more'} pilots at it than its share: the λ "
+        f"of its TaskQueues was {_pct(lam)} of the director's in the last hour, against its "
+        f"{_pct(expected)} share (λ: their priority, weighted up for CPU segments shorter "
+        "than maxCPU down to lowestCPUBoost)",
+    )
 
 
 def _unclear(e: EntityFacts) -> Reason:
     return Reason(
         "unclear",
-        "none of the usual causes stands out (work, slots, pilots, priority, correction): "
+        "none of the usual causes stands out (work, brokerage, slots, the director's "
+        "decisions and λ, pilots, priority, JobShare changes, correction): "
         "the achieved share is the last hour's average and may still be catching up",
     )
 

@@ -219,3 +219,17 @@ def test_above_its_share_on_pilots_sent_for_the_others_names_them():
     )
     # Its own pilots account for what it ran: not the others'.
     assert main_reason(replace(admin, pilots_sent=140), users).code != "others_pilots"
+
+
+def test_the_directors_lambda_under_its_share_is_named_when_nothing_else_is():
+    e = replace(BELOW, director=DirectorFacts(lam=500.0))
+    r = main_reason(e, replace(SCOPE_80, lam=1000.0))
+    assert r is not None and r.code == "lambda"
+    assert r.text == (
+        "the director aims fewer pilots at it than its share: the λ of its TaskQueues was 50 % "
+        "of the director's in the last hour, against its 80 % share (λ: their priority, "
+        "weighted up for CPU segments shorter than maxCPU down to lowestCPUBoost)"
+    )
+    # λ at 70 % misses 10 points of a 50-point gap: not the cause.
+    e = replace(BELOW, director=DirectorFacts(lam=700.0))
+    assert main_reason(e, replace(SCOPE_80, lam=1000.0)).code == "unclear"
