@@ -59,6 +59,13 @@ class GridGroupAdminForm(forms.ModelForm):
         fields = ["name", "description", "job_share", "job_sharing", "generic_pilot"]
 
 
+def _bounded_job_share(value):
+    """JobShare's bounds, as every edit of it keeps them (matcher.services.groups)."""
+    problem = groups.job_share_problem(value)
+    if problem:
+        raise forms.ValidationError(problem + ".")
+
+
 @admin.register(GridGroup)
 class GridGroupAdmin(admin.ModelAdmin):
     """Edits go through the audited service like those of the Shares page and the API: each
@@ -68,6 +75,12 @@ class GridGroupAdmin(admin.ModelAdmin):
     list_display = ("name", "job_share", "job_sharing", "generic_pilot", "description")
     list_editable = ("job_share", "job_sharing", "generic_pilot")
     search_fields = ("name",)
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "job_share":  # the change form's and the list's alike
+            field.validators.append(_bounded_job_share)
+        return field
 
     def save_model(self, request, obj, form, change):
         if not change:

@@ -1,11 +1,15 @@
 from rest_framework import serializers
 
 from api.core.fields import RejectUnknownFieldsMixin
+from matcher.services import groups
 from shares.models import GridGroup, GroupChange, User
 
 
 class GridGroupSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
-    job_share = serializers.FloatField(min_value=0.0, help_text="JobShare (≥ 0).")
+    job_share = serializers.FloatField(
+        help_text=f"JobShare, between 0 and {groups.JOB_SHARE_MAX:,.0f}: a group's expected share "
+        "is its JobShare over the sum of those of the groups with waiting jobs."
+    )
     comment = serializers.CharField(
         write_only=True,
         required=False,
@@ -26,6 +30,14 @@ class GridGroupSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer)
             "production_management",
             "comment",
         ]
+
+    def validate_job_share(self, value):
+        """The bounds every edit of a JobShare keeps (matcher.services.groups), on a new group
+        too."""
+        problem = groups.job_share_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
     def create(self, validated_data):
         validated_data.pop("comment", None)  # a new group has no history yet

@@ -44,7 +44,8 @@ def test_staff_edit_lhcb_mc_from_300_to_500_on_the_shares_page_see_it_recorded_a
 
     page.login("admin", demo.ADMIN_PASSWORD)
     page.goto("/shares/")
-    row = page.page.locator("tr.group-row[data-group=lhcb_mc]")
+    page.page.locator("tr.group-row[data-group=lhcb_mc] a.edit-link").click()
+    row = page.page.locator("tr.edit-row[data-group=lhcb_mc]")  # its form, under its row
     assert float(row.locator("input[aria-label=JobShare]").input_value()) == 300
     row.locator("input[aria-label=JobShare]").fill("500")
     row.locator("input[aria-label=comment]").fill("more MC")

@@ -1,9 +1,31 @@
 from django import forms
 
+from matcher.services import groups
 from shares.models import GridGroup
 
 
+def share_text(value: float) -> str:
+    """A JobShare as the Shares page writes it, in its table and in its form alike: a whole
+    number without ".0" (40000), any other as Python writes it (0.25, 1e+20)."""
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+
+
 class GroupShareForm(forms.ModelForm):
+    # Declared here, so that the bounds and their sentences are the edit's own
+    # (matcher.services.groups), not the model field's validators'.
+    job_share = forms.FloatField(
+        label="JobShare",
+        # No min/max attributes: the bounds are the server's, said beside the field (the
+        # browser's own bubble would hide them), and the preview says them as one types.
+        widget=forms.TextInput(
+            attrs={"inputmode": "decimal", "size": 10, "aria-label": "JobShare"}
+        ),
+        error_messages={
+            "required": "JobShare is required.",
+            "invalid": "JobShare must be a number.",
+        },
+    )
     comment = forms.CharField(
         max_length=255,
         required=False,
@@ -13,12 +35,12 @@ class GroupShareForm(forms.ModelForm):
     class Meta:
         model = GridGroup
         fields = ["job_share", "job_sharing", "generic_pilot"]
-        labels = {"job_share": "JobShare"}
-        widgets = {
-            "job_share": forms.NumberInput(
-                attrs={"step": "any", "min": 0, "size": 8, "aria-label": "JobShare"}
-            )
-        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.is_bound and self.instance.pk is not None:
+            self.initial["job_share"] = share_text(self.instance.job_share)
+        self.fields["job_share"].help_text = f"0 to {groups.JOB_SHARE_MAX:,.0f}"
 
     @staticmethod
     def prefix_for(group: GridGroup) -> str:
@@ -27,6 +49,7 @@ class GroupShareForm(forms.ModelForm):
 
     def clean_job_share(self):
         value = self.cleaned_data["job_share"]
-        if value is None or value < 0:
-            raise forms.ValidationError("JobShare must be a number ≥ 0.")
+        problem = groups.job_share_problem(value)
+        if problem:
+            raise forms.ValidationError(problem + ".")
         return value

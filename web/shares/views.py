@@ -1,26 +1,34 @@
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from core import gdpconfig
 from matcher.services import groups
 from shares.models import GridGroup, GroupChange, User
+from shares.services import ShareError
 from web.core.charts import to_html
 from web.core.confirm import confirmation
 from web.core.decorators import staff_required
 from web.core.forms import ParameterForm
-from web.shares import charts, overview, people
-from web.shares.forms import GroupShareForm
+from web.shares import charts, overview, people, preview
+from web.shares.forms import GroupShareForm, share_text
 
 
-def shares_page(request):
-    """The fair-share page, with the matcher's TaskQueues by priority."""
+def shares_page(request, editing=None, shown_preview=None, status=200):
+    """The fair-share page, with the matcher's TaskQueues by priority. `editing`: a group's
+    bound form to show open under its row (refused, or with `shown_preview` of its value)."""
     data = overview.overview()
+    memory = preview.memory(data["rows"])
     for row in data["rows"]:
-        row["form"] = GroupShareForm(
-            instance=row["group"], prefix=GroupShareForm.prefix_for(row["group"])
-        )
+        group = row["group"]
+        row["job_share_text"] = share_text(group.job_share)
+        if not request.user.is_staff:
+            continue
+        if editing is not None and editing.instance.pk == group.pk:
+            row["form"], row["open"], row["preview"] = editing, True, shown_preview
+        else:
+            row["form"] = GroupShareForm(instance=group, prefix=GroupShareForm.prefix_for(group))
     history = overview.share_history()
     corr_history = overview.correction_history()
     params = {}
@@ -41,8 +49,9 @@ def shares_page(request):
         "params": params,
         "correction_enabled": gdpconfig.get("EnableSharesCorrection"),
         "consolidation": gdpconfig.get("PRIORITY_CONSOLIDATION"),
+        "memory": memory,
     }
-    return render(request, "shares/shares.html", context)
+    return render(request, "shares/shares.html", context, status=status)
 
 
 def user_detail(request, username):
@@ -61,20 +70,40 @@ def user_detail(request, username):
 
 
 @staff_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def group_edit(request, pk):
+    """POST: the Shares page's form of a group (its prefix: GroupShareForm.prefix_for); with
+    `preview`, the page again with what the JobShare would make of every group's expected share,
+    nothing saved. GET ?job_share=: that preview as JSON (the form's live preview); a value the
+    edit would refuse is answered with its errors, by field."""
     group = get_object_or_404(GridGroup, pk=pk)
+    if request.method == "GET":
+        return _preview_json(group, request.GET.get("job_share", ""))
     # The Shares page draws one form per group, each with its own prefix.
     form = GroupShareForm(request.POST, instance=group, prefix=GroupShareForm.prefix_for(group))
-    if form.is_valid():
-        data = {f: form.cleaned_data[f] for f in ("job_share", "job_sharing", "generic_pilot")}
+    if not form.is_valid():
+        return shares_page(request, editing=form, status=400)
+    if "preview" in request.POST:
+        shown = preview.preview(group, form.cleaned_data["job_share"])
+        return shares_page(request, editing=form, shown_preview=shown)
+    data = {f: form.cleaned_data[f] for f in ("job_share", "job_sharing", "generic_pilot")}
+    try:
         groups.update_group(group, data, request.user, form.cleaned_data["comment"])
-        messages.success(request, f"{group.name} saved.")
-    else:
-        for field, errors in form.errors.items():
-            label = form.fields[field].label if field in form.fields else ""
-            messages.error(request, f"{group.name} {label or field}: {' '.join(errors)}")
+    except ShareError as exc:
+        form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        return shares_page(request, editing=form, status=400)
+    messages.success(request, f"{group.name} saved.")
     return redirect(f"/shares/#group-{group.pk}")
+
+
+def _preview_json(group: GridGroup, text: str) -> JsonResponse:
+    form = GroupShareForm(
+        {"job_share": text, "job_sharing": group.job_sharing, "generic_pilot": group.generic_pilot}
+    )
+    form.is_valid()  # only job_share's verdict counts here
+    if "job_share" in form.errors:
+        return JsonResponse({"valid": False, "errors": {"job_share": form.errors["job_share"]}})
+    return JsonResponse({"valid": True, **preview.preview(group, form.cleaned_data["job_share"])})
 
 
 @staff_required
@@ -93,6 +122,10 @@ def change_revert(request, pk):
     )
     if page is not None:
         return page
-    groups.revert_change(change, request.user)
+    try:
+        groups.revert_change(change, request.user)
+    except ShareError as exc:
+        messages.error(request, f"{change.group.name} not reverted: {exc.message}.")
+        return redirect("/shares/#history")
     messages.success(request, f"{change.group.name} {change.field_label} is back to {change.old}.")
     return redirect("/shares/#history")
