@@ -132,6 +132,7 @@ def charts_on(page, path: str, width: int) -> list[dict]:
     assert page.goto(path).status == 200, path
     expected = page.page.locator("script[data-chart]").count()
     assert expected >= 1, f"{path}: no chart on the page"
+    page.draw_charts()  # each is drawn when it comes near the view
     page.page.wait_for_function(
         "n => document.querySelectorAll('.js-plotly-plot .main-svg .nsewdrag').length >= n",
         arg=expected,

@@ -10,6 +10,7 @@ from django.utils.safestring import mark_safe
 
 from web.core.chart_style import PALETTE as PALETTE
 from web.core.chart_style import dress
+from web.core.plotly_bundle import drawable
 
 # The shortest stretch of time a time axis spans: one sample (or a few seconds of them) would
 # otherwise get a range of milliseconds, ticked in fractions of a second.
@@ -61,11 +62,11 @@ def _time_axis(fig: go.Figure) -> None:
 
 
 def to_html(fig: go.Figure) -> str:
-    """A placeholder and the figure as JSON, no inline code: static/js/gridwms.js draws it once
-    plotly has loaded (deferred, and only on pages that have a chart)."""
+    """A placeholder and the figure as JSON, no inline code: static/js/gridwms.js draws it when it
+    comes into view (plotly's basic bundle: the figure as web.core.plotly_bundle makes it)."""
     chart_id = f"chart-{uuid.uuid4().hex[:12]}"
     # plotly's own encoder (dates, numpy); <, > and & escaped so that no text ends the script
-    spec = fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    spec = drawable(fig).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return format_html(
         '<div style="height:{}px; width:100%;"><div id="{}" class="plotly-graph-div" '
         'style="height:100%; width:100%;"></div>'

@@ -35,6 +35,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from core import clock
+from core.cycle_runs import latest_runs
 from core.cycles import CYCLES
 from core.models import CycleRun
 from core.schedules import SCHEDULES
@@ -84,15 +85,10 @@ def check_cluster(now) -> dict:
 
 
 def check_cycles(kinds: dict[str, int], cluster_ok: bool) -> dict[str, dict]:
-    """Every scheduled cycle's last run and last success (two queries for them all), judged in
-    real time against its interval in minutes."""
-    latest = CycleRun.objects.filter(kind__in=kinds).order_by("kind", "-started", "-id")
-    last = dict(latest.distinct("kind").values_list("kind", "status"))
-    succeeded = dict(
-        latest.filter(status=CycleRun.Status.SUCCESS)
-        .distinct("kind")
-        .values_list("kind", "finished")
-    )
+    """Every scheduled cycle's last run and last success (two queries for them all, an index
+    probe per kind), judged in real time against its interval in minutes."""
+    last = {run.kind: run.status for run in latest_runs(kinds)}
+    succeeded = {run.kind: run.finished for run in latest_runs(kinds, CycleRun.Status.SUCCESS)}
     return {
         kind: judge_cycle(minutes, last.get(kind), succeeded.get(kind), cluster_ok)
         for kind, minutes in kinds.items()

@@ -1,6 +1,5 @@
 """Static files that come from installed packages rather than from static/:
 
-- vendor/plotly.min.js: plotly's own bundle, from the plotly package;
 - vendor/redoc.standalone.js: drf-spectacular-sidecar's ReDoc, its one CDN asset (the Redocly
   logo under the menu) pointed at a local copy, img/redoc-logo.svg. The patched copy is written
   once into build/static/ (regenerated when the sidecar's bundle is newer).
@@ -11,7 +10,6 @@ import re
 from pathlib import Path
 
 import drf_spectacular_sidecar
-import plotly
 from django.conf import settings
 from django.contrib.staticfiles.finders import BaseFinder
 from django.core.files.storage import FileSystemStorage
@@ -40,13 +38,6 @@ class _OneFileFinder(BaseFinder):
         storage = FileSystemStorage(location=str(path.parent))
         storage.prefix = str(Path(self.name).parent)
         yield path.name, storage
-
-
-class PlotlyJsFinder(_OneFileFinder):
-    name = "vendor/plotly.min.js"
-
-    def source(self) -> Path:
-        return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 
 
 REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"

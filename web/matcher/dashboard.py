@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Max
-
 from core import clock
+from core.cycle_runs import latest_runs
 from core.models import CycleRun
-from matcher.models import JobStateSample, JobStatusHistory
+from matcher.models import JobStateSample
+from timeouts.models import TimeoutAction
 from web.brokerage import why as brokerage_why
 from web.matcher import charts, health
 from web.pilots import health as pilots_health
@@ -36,19 +36,15 @@ def state_history(hours: int = HOURS) -> dict[str, tuple[list, list]]:
 
 def last_cycle_runs() -> list[CycleRun]:
     """The latest run of every cycle kind, with its duration and error."""
-    latest = CycleRun.objects.values("kind").annotate(last=Max("id")).values_list("last", flat=True)
-    return list(CycleRun.objects.filter(pk__in=list(latest)).order_by("kind"))
+    return latest_runs()
 
 
-def recent_timeouts(user, limit: int = 10) -> list[JobStatusHistory]:
-    from matcher.models import Job
-
-    jobs = Job.objects.visible_to(user)
-    return list(
-        JobStatusHistory.objects.filter(reason__istartswith="timeout", job__in=jobs)
-        .select_related("job")
-        .order_by("-id")[:limit]
-    )
+def recent_timeouts(user, limit: int = 10) -> list[TimeoutAction]:
+    """The latest moves of the timeouts cycle on the jobs the user may see, newest first: its
+    TimeoutAction rows (one per move, with the reason the job's history records), read on their
+    index by time. Not the job history filtered by its reason: no index serves that, and with
+    fewer than `limit` timeouts the scan read every status change ever recorded."""
+    return list(TimeoutAction.objects.visible_to(user).order_by("-at", "-id")[:limit])
 
 
 def figures(user) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from datetime import timedelta
 
-from django.db.models import Count
+from django.db.models import Count, Sum
 
 from core import clock, gdpconfig
 from core.models import CycleRun
@@ -132,18 +132,19 @@ def pilots_chart() -> str:
 
 
 def pilot_summary() -> list[dict]:
-    """Per site and CE: pilots per status, and jobs per pilot."""
+    """Per site and CE: pilots per status, and jobs per pilot. One aggregate query (not a row
+    per pilot ever sent)."""
     rows: dict[tuple[str, str], dict] = defaultdict(lambda: Counter())
-    for site, ce, status, n in (
-        Pilot.objects.order_by().values_list("site", "ce", "status").annotate(n=Count("*"))
+    jobs: dict[str, int] = defaultdict(int)
+    done: dict[str, int] = defaultdict(int)
+    for site, ce, status, n, jobs_done in (
+        Pilot.objects.order_by()
+        .values_list("site", "ce", "status")
+        .annotate(n=Count("*"), done=Sum("jobs_done"))
     ):
         rows[(site, ce)][status] += n
-    jobs = dict(
-        Pilot.objects.order_by().values_list("ce").annotate(j=Count("*")).values_list("ce", "j")
-    )
-    done = defaultdict(int)
-    for ce, n in Pilot.objects.values_list("ce", "jobs_done"):
-        done[ce] += n
+        jobs[ce] += n
+        done[ce] += jobs_done or 0
     return [
         {
             "site": site,
