@@ -14,6 +14,7 @@ from matcher.models import ComputingElement, Job, Site, SiteMaskChange
 from pilots.models import Pilot, PilotStatus
 from shares.models import GridGroup
 from web.brokerage import task_page
+from web.matcher import facets
 from web.matcher.facets import status_facets
 
 
@@ -57,7 +58,19 @@ def test_the_counts_keep_the_other_filters_and_the_users_visibility(client, user
 
 def test_bad_filters_give_no_counts_but_the_errors(rf, users, jobs):
     request = rf.get("/jobs/", {"task_queue": "x"})
-    assert status_facets(request.GET, Job.objects.visible_to(users["alice"])) == []
+    assert status_facets(request.GET, Job.objects.visible_to(users["alice"])) == ([], 0)
+
+
+def test_over_the_scan_limit_the_counts_are_of_the_newest_jobs_and_say_so(
+    client, users, jobs, monkeypatch
+):
+    monkeypatch.setattr(facets, "FACET_SCAN", 2)
+    client.force_login(users["alice"])
+    page = client.get("/jobs/")
+    counted = {f.state or "all": f.count for f in page.context["facets"]}
+    assert counted == {"all": 2, "activated": 2}  # alice-1 and alice-2, not the killed alice-0
+    assert b"counted over the newest 2 jobs" in page.content
+    assert b'id="facets-scanned"' not in client.get("/jobs/?q=alice-2").content
 
 
 @pytest.fixture

@@ -44,7 +44,8 @@ def home(request):
 def job_list(request):
     qs = Job.objects.visible_to(request.user).select_related("owner", "owner_group")
     filterset = JobFilterSet(request.GET, queryset=qs)
-    context = {"facets": facets.status_facets(request.GET, qs)}
+    counts, scanned = facets.status_facets(request.GET, qs)
+    context = {"facets": counts, "facets_scanned": scanned}
     return list_page(request, filterset, "matcher/job_list.html", context, name="jobs")
 
 
