@@ -97,6 +97,8 @@ RESULT_FIELDS = (
     "peak_memory_kb",
     "hostname",
     "output_truncated",
+    "error_code",
+    "error_category",
 )
 
 
@@ -195,6 +197,9 @@ class Job(Requirements):
     # What of its outputs its pilot cut or left out (over MaxOutputSandboxBytes), or why none
     # went up: empty when everything it wrote is there.
     output_truncated = models.CharField(max_length=1024, blank=True, default="", db_default="")
+    # Why it failed, PanDA's way (matcher.errors): the pilot error code and its category.
+    error_code = models.IntegerField(null=True, blank=True, default=None, db_default=None)
+    error_category = models.CharField(max_length=32, blank=True, default="", db_default="")
     kill_requested = models.BooleanField(default=False, db_default=False)
     output_tail = models.TextField(blank=True, default="", db_default="")
     reschedule_count = models.PositiveSmallIntegerField(default=0)

@@ -83,6 +83,11 @@ class Pilot(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     jobs_done = models.PositiveIntegerField(default=0)
+    # The worker node it runs on, as it told at registration (or its simulated CE chose).
+    hostname = models.CharField(max_length=255, blank=True, default="", db_default="")
+    node = models.JSONField(
+        default=dict, db_default={}, blank=True, help_text="cores, memory, OS, pilot version"
+    )
 
     objects = PilotQuerySet.as_manager()
 
@@ -114,6 +119,27 @@ class PilotStatusHistory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pilot_id}: {self.from_status} → {self.to_status}"
+
+
+class PilotLogLine(models.Model):
+    """A line of what a pilot logged (its own output: matched a job, the payload's end, its
+    errors), kept bounded per pilot by pilots.output."""
+
+    # Indexed by (pilot, id) below.
+    pilot = models.ForeignKey(
+        Pilot, on_delete=models.CASCADE, related_name="log_lines", db_index=False
+    )
+    at = models.DateTimeField()
+    level = models.CharField(max_length=8, default="INFO")
+    job_id = models.BigIntegerField(null=True, blank=True)
+    message = models.CharField(max_length=1024)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["pilot", "id"], name="pilot_log_pilot_id")]
+
+    def __str__(self) -> str:
+        return f"{self.pilot_id} {self.level}: {self.message[:60]}"
 
 
 class DirectorDecision(models.Model):

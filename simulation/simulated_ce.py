@@ -15,12 +15,14 @@ from datetime import timedelta
 
 from core import clock, gdpconfig
 from core.cycles import cycle
-from matcher import dispatcher, matching
+from matcher import dispatcher, errors, matching
 from matcher.models import ComputingElement, Job, JobStatus
+from pilots import output as pilot_output
 from pilots.models import PILOT_FINAL_STATES, PILOT_WAITING_STATES, Pilot, PilotStatus
-from pilots.services import report_job, set_pilot_status
+from pilots.services import heartbeat, report_job, set_pilot_status
 from pilots.submit_pools import Backend, PilotBatch, Submitted
 from shares.models import GridGroup, User
+from simulation import failures
 
 GRID_TYPE = "Simulated"
 MAX_JOBS_PER_PILOT = 5  # a pilot asks again after each job, this many times at most
@@ -165,9 +167,53 @@ def _start_next_job(pilot: Pilot, ces, sim, rng, now, idents: dict) -> bool:
         return False
     job = found.job
     report_job(job.id, JobStatus.RUNNING, f"running on {pilot.ce}")
+    pilot_output.record(
+        pilot.pk, [f"matched job {job.id}: payload started on {pilot.hostname}"], job.id, now
+    )
     runtime = max(1.0, job.cpu_time * float(sim.get("CPUScale", 0.01)))
     Pilot.objects.filter(pk=pilot.pk).update(next_event=now + timedelta(seconds=runtime))
     return True
+
+
+def _boot(pilot: Pilot, rng: random.Random, now) -> None:
+    """The pilot starts on a worker node behind its CE: the node is recorded, and its log."""
+    host, node = failures.worker_node(rng, pilot.ce)
+    pilot_output.set_node(pilot.pk, host, node)
+    pilot.hostname, pilot.node = host, node
+    lines = [
+        f"pilot {pilot.reference} started on {host} ({node['cores']} cores, {node['os']})",
+        f"queue {pilot.site} / {pilot.ce}: asking the matcher for a job",
+    ]
+    pilot_output.record(pilot.pk, lines, at=now)
+
+
+def _end_job(pilot: Pilot, job: Job, failed: bool, rng: random.Random) -> None:
+    """The job's payload ends on the pilot's worker node: finished, or failed with an error
+    drawn from the simulated failures, its log lines as the payload's last output."""
+    # No CPU or wall time: the accounting counts no simulated use as reported.
+    memory_mb = rng.randrange(800, 4000)
+    results: dict = {"hostname": pilot.hostname, "peak_memory_kb": memory_mb * 1024}
+    if not failed:
+        pilot_output.record(pilot.pk, [f"job {job.pk}: payload finished, exit code 0"], job.pk)
+        report_job(job.pk, JobStatus.FINISHED, "payload done", results={**results, "exit_code": 0})
+        return
+    failure = failures.draw(rng)
+    lines = failures.log_lines(failure, job.pk, pilot.hostname, pilot.site, memory_mb)
+    heartbeat(job.pk, output_tail="\n".join(lines) + "\n")
+    described = errors.describe(failure.code)
+    pilot_output.record(
+        pilot.pk,
+        [
+            *(("WARNING", line) for line in lines[:-1]),
+            ("ERROR", f"job {job.pk}: failed, error {failure.code} ({described.diag})"),
+        ],
+        job.pk,
+    )
+    if failure.exit_code is not None:
+        results["exit_code"] = failure.exit_code
+    report_job(
+        job.pk, JobStatus.FAILED, described.diag, results={**results, "error_code": failure.code}
+    )
 
 
 @cycle("pilot_status")
@@ -203,6 +249,7 @@ def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> d
                 continue
             free[pilot.ce] = free.get(pilot.ce, 1) - 1
             pilot = set_pilot_status(pilot.pk, PilotStatus.RUNNING, "started on a worker node", now)
+            _boot(pilot, rng, now)
             if _start_next_job(pilot, ces, sim, rng, now, idents):
                 counts["jobs_started"] += 1
             else:
@@ -213,11 +260,7 @@ def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> d
             current = Job.objects.filter(pilot=pilot, status=JobStatus.RUNNING).first()
             if current is not None:
                 failed = rng.random() < float(sim.get("JobFailed", 0.05))
-                report_job(
-                    current.pk,
-                    JobStatus.FAILED if failed else JobStatus.FINISHED,
-                    "payload failed" if failed else "payload done",
-                )
+                _end_job(pilot, current, failed, rng)
                 counts["jobs_failed" if failed else "jobs_finished"] += 1
                 pilot.refresh_from_db(fields=["jobs_done"])
             if pilot.jobs_done < MAX_JOBS_PER_PILOT and _start_next_job(
@@ -225,6 +268,7 @@ def simulated_ce_cycle(rng: random.Random | None = None, limit: int = 2000) -> d
             ):
                 counts["jobs_started"] += 1
             else:
+                pilot_output.record(pilot.pk, [f"no more work: ran {pilot.jobs_done} jobs"])
                 set_pilot_status(pilot.pk, PilotStatus.DONE, f"ran {pilot.jobs_done} jobs")
                 free[pilot.ce] = free.get(pilot.ce, 0) + 1
                 counts["done"] += 1

@@ -248,6 +248,14 @@ ROWS = [
         {"status": "Running"},
         "D 404 404 404 200 200",
     ),
+    ("api:pilot-log", "GET", "/api/v1/pilots/{pilot}/log/", None, "D 404 404 404 200 200"),
+    (
+        "api:pilot-log",
+        "POST",
+        "/api/v1/pilots/{pilot}/log/",
+        {"lines": [{"message": "started"}]},
+        "D 404 404 404 201 201",  # its own credential, and staff
+    ),
     # --- API: sites, CEs, groups (staff write) ---------------------------------------------
     ("api:site-list", "GET", "/api/v1/sites/", None, A),
     ("api:site-list", "POST", "/api/v1/sites/", {}, STAFF_WRITE + " 400"),

@@ -91,9 +91,20 @@ class PilotSummarySerializer(serializers.Serializer):
 
 
 class ErrorGroupSerializer(serializers.Serializer):
-    key = serializers.CharField(help_text="the reason, site, task id or user name")
+    key = serializers.CharField(
+        help_text="the error code, error category, reason, site, task id or user name"
+    )
+    label = serializers.CharField(help_text="as the page shows it")
     count = serializers.IntegerField()
     example_job = serializers.IntegerField()
+
+
+class SiteErrorsSerializer(serializers.Serializer):
+    site = serializers.CharField(help_text="'' for jobs at no site")
+    counts = serializers.DictField(
+        child=serializers.IntegerField(), help_text="failed jobs per error category"
+    )
+    total = serializers.IntegerField()
 
 
 class BucketSerializer(serializers.Serializer):
@@ -108,6 +119,9 @@ class ErrorSummarySerializer(serializers.Serializer):
     total = serializers.IntegerField()
     bucket = serializers.ChoiceField(choices=["minute", "hour", "day"])
     histogram = BucketSerializer(many=True)
+    by_code = ErrorGroupSerializer(many=True, help_text="PanDA pilot error codes")
+    by_category = ErrorGroupSerializer(many=True)
+    site_errors = SiteErrorsSerializer(many=True, help_text="the site x error category view")
     by_reason = ErrorGroupSerializer(many=True)
     by_site = ErrorGroupSerializer(many=True)
     by_task = ErrorGroupSerializer(many=True)

@@ -98,7 +98,8 @@ HOURS = OpenApiParameter(
 
 
 class ErrorSummaryViewSet(SummaryViewSet):
-    """Failed jobs over a time window, by reason, site, task and user, and per time bucket."""
+    """Failed jobs over a time window, by error code and category, by reason, site, task and
+    user, per site and error category, and per time bucket."""
 
     @extend_schema(
         parameters=[HOURS],
@@ -123,7 +124,15 @@ class ErrorSummaryViewSet(SummaryViewSet):
             "histogram": [{"at": at, "failed": n} for at, n in found.histogram],
             **{
                 name: [vars(g) for g in getattr(found, name)]
-                for name in ("by_reason", "by_site", "by_task", "by_user")
+                for name in ("by_code", "by_category", "by_reason", "by_site", "by_task", "by_user")
             },
+            "site_errors": [
+                {
+                    "site": row.site,
+                    "counts": dict(zip(found.matrix.categories, row.cells, strict=True)),
+                    "total": row.total,
+                }
+                for row in (found.matrix.rows if found.matrix else [])
+            ],
         }
         return Response(s.ErrorSummarySerializer(body).data)

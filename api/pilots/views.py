@@ -2,6 +2,8 @@
 and reports the status and heartbeats of the jobs it was given, and of no other."""
 
 import time
+from itertools import groupby
+from operator import itemgetter
 
 from django.db import transaction
 from django.shortcuts import get_object_or_404
@@ -27,9 +29,10 @@ from matcher import topology
 from matcher.lifecycle import FINAL_STATES
 from matcher.models import RESULT_FIELDS, JobStatus
 from matcher.services import jobs as job_moves
+from pilots import output as pilot_output
 from pilots import registry as pilot_registry
 from pilots import services as service
-from pilots.models import Pilot, PilotStatus
+from pilots.models import Pilot, PilotLogLine, PilotStatus
 from sandboxes import services as sandboxes
 from web.pilots.filters import PilotFilterSet
 
@@ -54,6 +57,8 @@ class PilotSerializer(serializers.ModelSerializer):
             "status_changed",
             "jobs_done",
             "requirements",
+            "hostname",
+            "node",
         ]
         read_only_fields = fields
 
@@ -62,6 +67,22 @@ class PilotRegisterSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     reference = StrictCharField(max_length=255)
     site = StrictCharField(max_length=128)
     ce = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
+    hostname = StrictCharField(
+        max_length=255, required=False, allow_blank=True, help_text="the worker node's host name"
+    )
+    node = serializers.DictField(
+        required=False,
+        help_text="The worker node: cores, memory_mb, os, cpu, pilot_version (at most "
+        f"{pilot_output.NODE_KEYS} keys; values numbers or text).",
+    )
+
+    def validate_node(self, value):
+        if len(value) > pilot_output.NODE_KEYS:
+            raise serializers.ValidationError(f"At most {pilot_output.NODE_KEYS} keys.")
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                raise serializers.ValidationError(f"{key}: a number or text, not {item!r:.40}.")
+        return value
 
     def validate_site(self, value):
         if not topology.site_exists(value):
@@ -79,6 +100,29 @@ class PilotRegisterSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
                     {"ce": [f"CE {ce} belongs to {site}, not {attrs['site']}."]}
                 )
         return attrs
+
+
+class PilotLogLineSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PilotLogLine
+        fields = ["at", "level", "job_id", "message"]
+        read_only_fields = fields
+
+
+class PilotLogEntrySerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    level = serializers.ChoiceField(choices=pilot_output.LEVELS, required=False, default="INFO")
+    message = StrictCharField(max_length=pilot_output.MAX_LINE_CHARS, trim_whitespace=False)
+    job_id = StrictIntegerField(required=False, min_value=1, allow_null=True, default=None)
+
+
+class PilotLogReportSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    lines = PilotLogEntrySerializer(
+        many=True,
+        allow_empty=False,
+        max_length=pilot_output.MAX_LINES_PER_REPORT,
+        help_text=f"At most {pilot_output.MAX_LINES_PER_REPORT} lines a report; the pilot's "
+        f"last {pilot_output.MAX_LINES} lines are kept.",
+    )
 
 
 class PilotReportSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
@@ -126,6 +170,13 @@ class JobReportSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         allow_blank=True,
         help_text="What of the outputs the pilot cut or left out to fit MaxOutputSandboxBytes, "
         "or why none went up; absent or empty when everything is there.",
+    )
+    error_code = StrictIntegerField(
+        required=False,
+        min_value=1,
+        max_value=99999,
+        help_text="With failed: the pilot's error code (PanDA's pilotErrorCode, matcher.errors); "
+        "the server classifies one from the exit code when absent.",
     )
     pilot_failure = StrictBooleanField(
         required=False,
@@ -189,6 +240,9 @@ class PilotViewSet(
         pilot, created = pilot_registry.register_pilot(
             request.user, data["reference"], data["site"], data["ce"]
         )
+        if data.get("hostname") or data.get("node"):
+            pilot_output.set_node(pilot.pk, data.get("hostname", ""), data.get("node"))
+            pilot.refresh_from_db(fields=["hostname", "node"])
         answer = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(PilotSerializer(pilot).data, status=answer)
 
@@ -211,6 +265,33 @@ class PilotViewSet(
         except service.PilotError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(PilotSerializer(pilot).data)
+
+    @extend_schema(
+        request=PilotLogReportSerializer,
+        responses={
+            200: PilotLogLineSerializer(many=True),
+            201: OpenApiResponse(description="the lines were kept"),
+            400: OpenApiResponse(description="bad lines"),
+            403: OpenApiResponse(),
+        },
+    )
+    @action(detail=True, methods=["get", "post"])
+    def log(self, request, pk=None):
+        """The pilot's own log: GET its last lines, oldest first; POST appends lines (only
+        the pilot's own credential)."""
+        pilot = get_object_or_404(self.get_queryset(), pk=pk)
+        if request.method == "GET":
+            lines = pilot_output.lines_of(pilot.pk)
+            return Response(PilotLogLineSerializer(lines, many=True).data)
+        if not service.pilot_may_report(request.user, pilot):
+            raise PermissionDenied("only the pilot's own credential reports its log")
+        body = PilotLogReportSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        written = 0
+        for job_id, entries in groupby(body.validated_data["lines"], key=itemgetter("job_id")):
+            lines = [(e["level"], e["message"]) for e in entries]
+            written += pilot_output.record(pilot.pk, lines, job_id)
+        return Response({"lines": written}, status=status.HTTP_201_CREATED)
 
 
 class JobReportsMixin:

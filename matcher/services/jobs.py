@@ -15,7 +15,7 @@ from datetime import datetime
 from django.db import connection, models, transaction
 
 from core import clock, db, gdpconfig
-from matcher import lifecycle, taskqueues
+from matcher import errors, lifecycle, taskqueues
 from matcher.lifecycle import (
     ACTIVATED,
     AT_WORK_STATES,
@@ -231,18 +231,36 @@ FRESH_RESULTS = {
     "peak_memory_kb": None,
     "hostname": "",
     "output_truncated": "",
+    "error_code": None,
+    "error_category": "",
     "kill_requested": False,
     "output_tail": "",
 }
 
 
 def _outcome(to: str, reason: str, results: dict) -> tuple[str, str]:
-    """A `finished` payload with a non-zero exit code failed: (state, reason)."""
+    """A `finished` payload with a non-zero exit code failed: (state, reason). A failed job
+    gets its error code and category (matcher.errors.classify) in `results`."""
     code = results.get("exit_code")
     if to == FINISHED and code not in (None, 0):
         app = results.get("application_status") or ""
-        return FAILED, f"exit code {code}" + (f"; {app}" if app else "")
+        to, reason = FAILED, f"exit code {code}" + (f"; {app}" if app else "")
+    if to == FAILED:
+        _classify(results, reason)
+    else:
+        results.pop("error_code", None)
+        results.pop("error_category", None)
     return to, reason
+
+
+def _classify(results: dict, reason: str, default: int | None = None) -> None:
+    """The failed job's error code (the pilot's own, else from its exit code and signal, else
+    `default`) and that code's category, into `results`."""
+    reported = results.get("error_code", default)
+    found = errors.classify(results.get("exit_code"), reason, reported)
+    results.pop("error_category", None)
+    if found is not None:
+        results["error_code"], results["error_category"] = found.code, found.category
 
 
 def _acknowledge_kill(job: Job, pilot_id: int | None, results: dict) -> Job:
@@ -316,6 +334,7 @@ def report_pilot_failure(
             limit = gdpconfig.get("MaxRescheduling")
             if job.reschedule_count >= limit:
                 failed = f"{why}; not rescheduled: MaxRescheduling ({limit}) reached"
+                _classify(results, why, errors.REACHED_MAX_TIME)
                 moves.move_job(
                     job, FAILED, failed, by=moves.PILOT_REPORT, now=now, heartbeat=now, **results
                 )

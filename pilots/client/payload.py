@@ -21,7 +21,8 @@
    escapes this). Then the output sandbox (stdout, stderr, the files the `output_sandbox`
    patterns match inside the working directory, see `sandbox.output_files`) is uploaded as one
    streamed multipart POST, cut to the server's limit when over it (`outputs`), and the final
-   status is reported with `exit_code`, `application_status` (the convention is in `sandbox`'s
+   status is reported with `exit_code`, `error_code` (stage-in or wall-time failures the pilot
+   knows of: logbook's PanDA codes), `application_status` (the convention is in `sandbox`'s
    docstring), `cpu_seconds`, `wall_seconds`, `peak_memory_kb`, `hostname` and, when anything
    was cut or left out or the upload failed, `output_truncated` saying what ("output
    truncated" or the upload's failure in the reason too); the job is reported all the same.
@@ -58,6 +59,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from .launcher import Launched
+from .logbook import REACHED_MAX_TIME, STAGE_IN_FAILED
 from .outputs import upload_outputs
 from .sandbox import application_status, inside, output_tail, plain_name
 from .transport import Client
@@ -135,6 +137,7 @@ class Outcome:
     output_truncated: str = ""  # what of the outputs was cut or left out, or why none went up
     reported: bool = False
     pilot_failure: bool = False  # stopped because the pilot's lifetime ended, not the job's
+    error_code: int | None = None  # the pilot's own error code (logbook's), when it knows one
 
     @property
     def ok(self) -> bool:
@@ -156,6 +159,8 @@ class Outcome:
             body["application_status"] = self.application_status
         if self.pilot_failure:
             body["pilot_failure"] = True
+        elif self.error_code is not None and self.status == "failed":
+            body["error_code"] = self.error_code
         if self.output_truncated:
             body["output_truncated"] = self.output_truncated
         return body
@@ -207,7 +212,7 @@ def _run_in(
     try:
         fetch_inputs(client, path, reference, payload, workdir)
     except InputError as exc:
-        return Outcome("failed", f"input sandbox: {exc}"), True
+        return Outcome("failed", f"input sandbox: {exc}", error_code=STAGE_IN_FAILED), True
     refused = _step(client, path, reference, "running", options.log)
     if refused:
         return Outcome("failed", refused), False
@@ -525,7 +530,11 @@ def execute(
         reason += f"{_seconds(own)} s)"
         return Outcome("failed", reason, pilot_failure=True, **measured)
     elif cause == "wall":
-        status, reason = "failed", f"killed: over its wall-clock limit of {_seconds(limit)} s"
+        reason = f"killed: over its wall-clock limit of {_seconds(limit)} s"
+        app = application_status(out)
+        return Outcome(
+            "failed", reason, application_status=app, error_code=REACHED_MAX_TIME, **measured
+        )
     elif running.signal_name:
         status, reason = "finished", f"exit code {running.exit_code} ({running.signal_name})"
     else:

@@ -1,7 +1,9 @@
 """Failed jobs over a time window (BigPanDA's /errors/): the jobs the user may see that entered
 `failed` within the last `hours` (Job.status_changed, the time of their last move, on the
-grid's clock as the jobs list's time range), grouped by reason (status_reason), by site, by
-task and by user, and counted per time bucket for the histogram. Five GROUP BY queries."""
+grid's clock as the jobs list's time range), grouped by error code and by error category
+(matcher.errors: PanDA's pilot error codes), by reason (status_reason, DIRAC's minor status), by
+site, by task and by user, counted per site and category (the site x error view), and per time
+bucket for the histogram. Eight GROUP BY queries."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from django.db.models import CharField, Count, F, Min, Value
 from django.db.models.functions import Cast, Concat, Trunc
 
 from core import clock
+from matcher import errors
 from matcher.models import Job, JobStatus
 from web.monitoring import links
 
@@ -20,6 +23,7 @@ MAX_HOURS = 24 * 31
 WINDOWS = (1, 24, 168)  # the page's buttons: last hour, day, week
 TOP = 20  # rows per grouping, the largest first
 NOT_PLACED = "not placed"
+NO_CATEGORY = "no error code"
 
 
 class BadWindow(ValueError):
@@ -48,12 +52,35 @@ class Group:
 
 
 @dataclass
+class MatrixRow:
+    site: str  # '' for jobs at no site
+    label: str
+    url: str
+    cells: list[int]  # per column of SiteMatrix.categories
+    total: int
+
+
+@dataclass
+class SiteMatrix:
+    """Failed jobs per site (rows, the TOP largest) and error category (columns): which
+    sites fail how."""
+
+    categories: list[str]  # the columns: categories present, in errors.CATEGORIES order
+    rows: list[MatrixRow]
+    totals: list[int]  # per column, over the rows shown
+    total: int
+
+
+@dataclass
 class ErrorSummary:
     hours: int
     since: datetime.datetime
     until: datetime.datetime
     total: int = 0
     url: str = ""
+    by_code: list[Group] = field(default_factory=list)
+    by_category: list[Group] = field(default_factory=list)
+    matrix: SiteMatrix | None = None
     by_reason: list[Group] = field(default_factory=list)
     by_site: list[Group] = field(default_factory=list)
     by_task: list[Group] = field(default_factory=list)
@@ -98,6 +125,23 @@ def summary(user, hours: int) -> ErrorSummary:
         .order_by("at")
     ]
     out.total = sum(n for _at, n in out.histogram)
+    out.by_code = [
+        Group(
+            "" if code is None else str(code),
+            _code_label(code, category),
+            n,
+            first,
+            f"/jobs/{first}/",
+        )
+        for code, category, n, first in qs.values_list("error_code", "error_category")
+        .annotate(n=Count("*"), first=Min("id"))
+        .order_by("-n", "error_code")[:TOP]
+    ]
+    out.by_category = [
+        Group(category, category or NO_CATEGORY, n, first, f"/jobs/{first}/")
+        for category, n, first in _grouped(qs, "error_category")
+    ]
+    out.matrix = site_matrix(qs, base)
     out.by_reason = [
         Group(
             reason,
@@ -129,3 +173,37 @@ def summary(user, hours: int) -> ErrorSummary:
         for name, n, first in _grouped(qs, "owner__username")
     ]
     return out
+
+
+def _code_label(code: int | None, category: str) -> str:
+    if code is None:
+        return NO_CATEGORY
+    return f"{code} {errors.describe(code).diag} ({category or errors.describe(code).category})"
+
+
+def _column_order(category: str) -> tuple[int, str]:
+    known = errors.CATEGORIES
+    return (known.index(category) if category in known else len(known), category or "~")
+
+
+def site_matrix(qs, base: dict) -> SiteMatrix:
+    """The site x error category counts of the failed jobs `qs`: one GROUP BY."""
+    counts: dict[str, dict[str, int]] = {}
+    for site, category, n in (
+        qs.values_list("site", "error_category").annotate(n=Count("*")).order_by()
+    ):
+        counts.setdefault(site, {})[category] = n
+    columns = sorted({c for per_site in counts.values() for c in per_site}, key=_column_order)
+    sites = sorted(counts, key=lambda site: (-sum(counts[site].values()), site))[:TOP]
+    rows = [
+        MatrixRow(
+            site,
+            site or NOT_PLACED,
+            links.jobs(**base, placed=site or links.NOT_PLACED),
+            [counts[site].get(c, 0) for c in columns],
+            sum(counts[site].values()),
+        )
+        for site in sites
+    ]
+    totals = [sum(r.cells[i] for r in rows) for i in range(len(columns))]
+    return SiteMatrix([c or NO_CATEGORY for c in columns], rows, totals, sum(r.total for r in rows))

@@ -3,6 +3,7 @@ from django.shortcuts import get_object_or_404, render
 
 from core.models import CycleRun
 from matcher.models import Job
+from pilots import output as pilot_output
 from pilots.models import DirectorDecision, Pilot
 from web.core.listing import list_page
 from web.core.paging import paginate
@@ -24,6 +25,8 @@ def pilot_detail(request, pk):
         "pilot": pilot,
         "history": pilot.history.all(),
         "jobs": Job.objects.visible_to(request.user).filter(pilot=pilot),
+        "log": pilot_output.lines_of(pilot.pk),
+        "log_limit": pilot_output.MAX_LINES,
     }
     return render(request, "pilots/pilot_detail.html", context)
 

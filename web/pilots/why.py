@@ -12,10 +12,17 @@ from django.db.models import Q
 
 from core import clock
 from core.models import CycleRun
+from matcher import errors
 from matcher.lifecycle import CLAIMED_STATES
 from matcher.models import Job, JobStatus, TaskQueue
 from pilots import director
-from pilots.models import PILOT_WAITING_STATES, DirectorDecision, Pilot, PilotStatus
+from pilots.models import (
+    PILOT_WAITING_STATES,
+    DirectorDecision,
+    Pilot,
+    PilotLogLine,
+    PilotStatus,
+)
 from web.matcher.why_part import Part
 
 RECENT_DECISIONS = 10  # the director draws a TaskQueue's pilots at random: look a few cycles back
@@ -127,9 +134,20 @@ def director_part(job: Job) -> Part | None:
     return part
 
 
+JOB_LOG_LINES = 50  # the pilot's last lines about the job, on the job's page
+
+
 def job_pilot(user, job: Job) -> dict:
-    """The pilot that claimed the job (retention may have deleted it: then none)."""
-    return {"pilot": Pilot.objects.filter(pk=job.pilot_id).first() if job.pilot_id else None}
+    """The pilot that claimed the job (retention may have deleted it: then none), with its
+    worker node and its last log lines about the job; a failed job's error described
+    (matcher.errors)."""
+    pilot = Pilot.objects.filter(pk=job.pilot_id).first() if job.pilot_id else None
+    lines = []
+    if pilot is not None:
+        about = PilotLogLine.objects.filter(pilot=pilot, job_id=job.pk).order_by("-id")
+        lines = sorted(about[:JOB_LOG_LINES], key=lambda line: line.pk)
+    error = errors.describe(job.error_code) if job.error_code is not None else None
+    return {"pilot": pilot, "pilot_log": lines, "job_error": error}
 
 
 def taskqueue_pilots(user, tq_id: int, past: bool) -> dict:

@@ -27,6 +27,7 @@ import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
+from pilots.client import logbook
 from pilots.client import payload as payloads
 from pilots.client.transport import Client
 
@@ -79,12 +80,24 @@ class Command(BaseCommand):
         client = Client(o["url"], o["token"])
         reference = o["reference"] or f"pilot://{o['ce'] or o['site']}/{uuid.uuid4().hex[:12]}"
         deadline = time.monotonic() + o["max_seconds"]
+        hostname, node = logbook.node()
         status, body = client.post(
-            "/api/v1/pilots/", {"reference": reference, "site": o["site"], "ce": o["ce"]}
+            "/api/v1/pilots/",
+            {
+                "reference": reference,
+                "site": o["site"],
+                "ce": o["ce"],
+                "hostname": hostname,
+                "node": node,
+            },
         )
         if status not in (200, 201):
             raise CommandError(f"could not register pilot {reference}: {status} {body}")
         pilot_path = f"/api/v1/pilots/{body['id']}/status/"
+        self.log = logbook.Logbook(
+            client, f"/api/v1/pilots/{body['id']}/log/", lambda t: self.stderr.write(t)
+        )
+        self.log.add(f"pilot {reference} started on {hostname} ({node['cores']} cores)")
         client.post(pilot_path, {"status": "Running"})
         resource = {"site": o["site"], "pilot_reference": reference}
         if o["ce"]:
@@ -104,10 +117,20 @@ class Command(BaseCommand):
             resource["cpu_time"] = min(o["cpu_time"], left)
             status, job = client.post("/api/v1/match/", resource)
             if status == 204:
+                self.log.add(f"no job fits {o['site']} with {resource['cpu_time']} s left")
                 break
             if status != 200:
+                self.log.add(f"match answered {status}: {job}", "ERROR")
+                self.log.flush()
                 raise CommandError(f"match answered {status}: {job}")
+            self.log.add(
+                f"matched job {job['id']} (CPU time {job['cpu_time']} s)", job_id=job["id"]
+            )
             outcome = self._run(client, job, reference, deadline, o)
+            self.log.add(
+                f"job {job['id']}: {outcome}", "INFO" if outcome == DONE else "ERROR", job["id"]
+            )
+            self.log.flush()
             if outcome == LOST:
                 lost.append(job["id"])
             done += outcome == DONE
@@ -118,6 +141,8 @@ class Command(BaseCommand):
             final, reason = "Failed", f"{LIFETIME_ENDED} during job {jobs} (given back); {ran}"
         else:
             final, reason = "Done", ran
+        self.log.add(f"ending {final}: {reason}", "INFO" if final == "Done" else "ERROR")
+        self.log.flush()
         client.post(pilot_path, {"status": final, "reason": reason})
         self.stdout.write(
             f"pilot {reference}: {done} jobs done, {failed} failed"
@@ -132,7 +157,7 @@ class Command(BaseCommand):
                 heartbeat=o["heartbeat"],
                 deadline=deadline,
                 keep_workdir=o["keep_workdir"],
-                log=lambda message: self.stderr.write(f"pilot {reference}: {message}"),
+                log=lambda message: self.log.add(message, job_id=job["id"]),
             )
             outcome = payloads.run_job(client, job, reference, options)
             return LOST if outcome.pilot_failure else DONE if outcome.ok else FAILED
@@ -140,7 +165,7 @@ class Command(BaseCommand):
         report = {"pilot_reference": reference}
         client.post(f"{path}/status/", {**report, "status": "starting"})
         client.post(f"{path}/status/", {**report, "status": "running"})
-        ok, ended = True, False
+        ok, ended, rc = True, False, 0
         if o["command"]:
             try:
                 rc = subprocess.run(
@@ -148,6 +173,7 @@ class Command(BaseCommand):
                     timeout=max(1.0, deadline - time.monotonic()),
                     check=False,
                 ).returncode
+                rc = 128 - rc if rc < 0 else rc  # a signal: the shell's way
                 ok = rc == 0
             except subprocess.TimeoutExpired:
                 ok, ended = False, True
@@ -165,8 +191,9 @@ class Command(BaseCommand):
                 {**report, "status": "failed", "reason": LIFETIME_ENDED, "pilot_failure": True},
             )
             return LOST
-        client.post(
-            f"{path}/status/",
-            {**report, "status": "finished" if ok else "failed", "reason": "payload done"},
-        )
+        end = {**report, "status": "finished" if ok else "failed", "reason": "payload done"}
+        if o["command"]:  # its exit code fails the job with an error code (matcher.errors)
+            end["exit_code"] = rc
+            self.log.add(f"payload exit code {rc}", "INFO" if ok else "ERROR", job["id"])
+        client.post(f"{path}/status/", end)
         return DONE if ok else FAILED
