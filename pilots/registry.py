@@ -80,7 +80,10 @@ def register_pilot(
 
 
 def pilot_id_of(user, reference: str) -> int | None:
-    """The id of the caller's own pilot with this reference; None if it has none."""
+    """The id of the caller's own pilot with this reference; None if it has none (a reference
+    with a NUL is none: PostgreSQL text cannot hold one, so no pilot has it)."""
+    if "\x00" in reference:
+        return None
     key = (user.pk, reference)
     found = _bound.get(key)
     if found is None:

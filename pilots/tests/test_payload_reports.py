@@ -56,6 +56,7 @@ def test_input_files_go_only_to_the_jobs_pilot_while_it_starts_it(api, users, pi
     url = f"/api/v1/jobs/{job_id}/input/run.sh"
     assert api(users["alice"]).get(url, {"pilot_reference": "p-1"}).status_code == 403
     assert pilot.api.get(url, {"pilot_reference": "p-2"}).status_code == 403
+    assert pilot.api.get(url, {"pilot_reference": "p-\x001"}).status_code == 403
     assert pilot.api.get(f"/api/v1/jobs/{job_id}/input/nothing.sh", {"pilot_reference": "p-1"}
                          ).status_code == 404  # fmt: skip
     pilot.report(job_id, "running")
