@@ -20,6 +20,7 @@ MEMORY = "memory"
 WALL_TIME = "wall time"
 SIGNAL = "signal"
 LOST_HEARTBEAT = "lost heartbeat"
+TIMEOUT = "timeout"
 PILOT = "pilot"
 OTHER = "other"
 
@@ -33,6 +34,7 @@ CATEGORIES = (
     SIGNAL,
     STAGE_OUT,
     LOST_HEARTBEAT,
+    TIMEOUT,
     PILOT,
     OTHER,
 )
@@ -47,6 +49,8 @@ class ErrorCode:
 
 
 LOST_HEARTBEAT_CODE = 100
+TRANSFER_TIMEOUT = 101  # panda-server taskbuffer ErrorCode.EC_Transfer
+EXPIRED = 102  # EC_Expire: a state's time limit passed
 PAYLOAD_FAILURE = 1305
 REACHED_MAX_TIME = 1213
 UNKNOWN_PAYLOAD_FAILURE = 1220
@@ -55,6 +59,8 @@ TABLE: dict[int, ErrorCode] = {
     e.code: e
     for e in (
         ErrorCode(100, "EC_Watcher", LOST_HEARTBEAT, "lost heartbeat"),
+        ErrorCode(101, "EC_Transfer", STAGE_OUT, "transfer timeout"),
+        ErrorCode(102, "EC_Expire", TIMEOUT, "expired: the state's time limit passed"),
         ErrorCode(1008, "GENERALERROR", PILOT, "General pilot error"),
         ErrorCode(1098, "NOLOCALSPACE", SETUP, "Not enough local space on the worker node"),
         ErrorCode(1099, "STAGEINFAILED", STAGE_IN, "Failed to transfer file in"),

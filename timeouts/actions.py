@@ -21,8 +21,10 @@ from django.db import transaction
 from brokerage import lifecycle
 from brokerage.models import Task, TaskJob, TaskStatus
 from core import db, gdpconfig
+from matcher import errors
 from matcher import services as job_services
 from matcher.lifecycle import ACTIVATED, CLOSED, DEFINED, FAILED
+from matcher.models import Job
 from timeouts import rules
 from timeouts.models import TimeoutAction
 
@@ -92,6 +94,7 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
                 modified=now,
             )
         _record(steps, moved, by_id, locked, now, run_id)
+        _classify_failures(steps, by_id)
     job_services.drop_if_empty(moved.left)
     return counts
 
@@ -136,6 +139,27 @@ def _plan(keep: list[int], by_id: dict, counts: Counter) -> tuple[list, list[int
         counts[p.rule] += 1
         counts[f"to_{to}"] += 1
     return steps, reassigning, rebroker_tasks
+
+
+def failure_code(rule: str) -> int:
+    """The error code of a job a timeout rule failed: a silent pilot's is a lost heartbeat, a
+    transfer's that never ended a transfer timeout, any other state's an expiry."""
+    if rule in ("heartbeat", "transferring_heartbeat"):
+        return errors.LOST_HEARTBEAT_CODE
+    if rule.startswith("transferring"):
+        return errors.TRANSFER_TIMEOUT
+    return errors.EXPIRED
+
+
+def _classify_failures(steps, by_id: dict) -> None:
+    """The failed jobs' error code and category, by the rule that failed them."""
+    by_code: dict[int, list[int]] = {}
+    for s in steps:
+        if s.to == FAILED:
+            by_code.setdefault(failure_code(by_id[s.job_id].rule), []).append(s.job_id)
+    for code, ids in by_code.items():
+        entry = errors.describe(code)
+        Job.objects.filter(pk__in=ids).update(error_code=entry.code, error_category=entry.category)
 
 
 def _record(steps, moved, by_id: dict, locked, now: datetime, run_id: int | None) -> None:

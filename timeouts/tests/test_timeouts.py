@@ -138,6 +138,10 @@ def test_a_job_times_out_just_after_its_state_limit_and_not_before(
     assert job.status == outcome, result
     entry = last_history(job)
     assert (entry.from_status, entry.to_status) == (status, outcome)
+    expected_error = {"sent": (102, "timeout"), "holding": (102, "timeout")}.get(
+        status, (101, "stage-out") if status == "transferring" else (None, "")
+    )
+    assert (job.error_code, job.error_category) == expected_error
     assert reason in entry.reason and entry.reason.startswith("timeout: ")
     assert job.status_reason == entry.reason
     action = TimeoutAction.objects.get(job=job)
@@ -200,6 +204,7 @@ def test_a_job_without_heartbeat_for_2_hours_fails(make_task, status):
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
     assert "heartbeat 2 h (HEARTBEAT_TIMEOUT)" in last_history(job).reason
+    assert (job.error_code, job.error_category) == (100, "lost heartbeat")
 
 
 def test_a_workflow_defines_its_own_heartbeat_timeout(make_task):
