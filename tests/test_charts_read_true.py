@@ -264,3 +264,14 @@ def test_cpu_efficiency_is_cpu_over_wall_time_per_key():
     total = report.Total("alice", 0.0, 1, 0, cpu_hours=1.5, wall_hours=2.0)
     assert total.cpu_efficiency == pytest.approx(0.75)
     assert report.Total("bob", 0.0, 0, 0, 0.0, 0.0).cpu_efficiency is None
+
+
+def test_a_state_badge_on_a_page_carries_its_states_chart_colour(client, users, submit):
+    job = submit("alice")
+    client.force_login(users["alice"])
+    html = client.get("/jobs/").content.decode()
+    assert f'<span class="status {job.status}">' in html
+    colour = style.JOB_STATE_COLOURS[job.status]
+    assert f".status.{job.status}{{box-shadow:inset 4px 0 0 {colour}}}" in html
+    aborted = style.PILOT_STATE_COLOURS["Aborted"]
+    assert f".status.aborted{{box-shadow:inset 4px 0 0 {aborted}}}" in html

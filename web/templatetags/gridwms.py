@@ -145,3 +145,17 @@ def auto_refresh_toggle(context):
         refresh.REFRESH_SECONDS,
         refresh.REFRESH_SECONDS,
     )
+
+
+@register.simple_tag
+def state_colours():
+    """Every state badge (`.status.<state>`) marked with its state's colour on the charts
+    (web.core.chart_style): one colour for a job or pilot state on every page."""
+    from web.core.chart_style import JOB_STATE_COLOURS, PILOT_STATE_COLOURS
+
+    colours = {**{k.lower(): v for k, v in PILOT_STATE_COLOURS.items()}, **JOB_STATE_COLOURS}
+    rules = "".join(
+        f".status.{name}{{box-shadow:inset 4px 0 0 {colour}}}"
+        for name, colour in sorted(colours.items())
+    )
+    return mark_safe(f"<style>{rules}</style>")
