@@ -46,6 +46,7 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-.venv/bin/python manage.py runserver --noreload "$host:$port" &
+# The web server with DEBUG off (scripts/run_web.sh): the site's own 404 and 500 pages.
+bash scripts/run_web.sh "$host" "$port" &
 web=$!
 wait -n "$qcluster" "$web" "$simulator"

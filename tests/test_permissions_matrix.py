@@ -628,6 +628,7 @@ ROWS = [
     ("taskqueue-detail", "GET", "/taskqueues/{carol_tq}/", None, "D 404 404 200 404 200"),
     ("match-resource", "GET", "/taskqueues/match/", None, STAFF_WRITE + " 200"),
     ("site-list", "GET", "/sites/", None, A),
+    ("site-detail", "GET", "/sites/{site}/", None, A),
     # everyone reads the site mask and its history; staff change it (tests/test_operator_tools)
     ("site-mask", "GET", "/sites/mask/", None, A),
     ("site-mask", "POST", "/sites/mask/", {"action": "ban", "reason": "x"}, STAFF_WRITE + " 400"),

@@ -71,14 +71,39 @@
     return dialog;
   }
 
+  /* A bulk action (data-confirm-bulk="job": the name of its checkboxes) asks with the count it
+     applies to: the ticked boxes, or data-confirm-all when its "all" box is ticked; the verb is
+     the chosen action's, with the option's data-note. Nothing ticked: no question (the server
+     says nothing was selected). The server asks the same on a page of its own without this. */
+  function bulkQuestion(form) {
+    const all = form.querySelector("input[name=all]");
+    const ticked = form.querySelectorAll(
+      'input[type=checkbox][name="' + form.dataset.confirmBulk + '"]:checked'
+    ).length;
+    const everything = all && all.checked;
+    if (!everything && !ticked) return null;
+    const count = everything ? form.dataset.confirmAll : String(ticked);
+    const option = form.querySelector("select[name=action]").selectedOptions[0];
+    const verb = option.textContent.trim();
+    const noun = form.dataset.confirmBulk + (count === "1" ? "" : "s");
+    const what = everything ? "all " + count + " " + noun + " these filters select" : count + " " + noun;
+    const note = option.dataset.note ? " " + option.dataset.note : "";
+    return { question: verb + " " + what + "?" + note, action: verb };
+  }
+
   document.addEventListener("submit", function (event) {
     const form = event.target;
-    if (!form.matches("form[data-confirm]") || form.dataset.confirmed === "yes") return;
+    if (!form.matches("form[data-confirm], form[data-confirm-bulk]")) return;
+    if (form.dataset.confirmed === "yes") return;
+    const ask = form.dataset.confirmBulk
+      ? bulkQuestion(form)
+      : { question: form.dataset.confirm, action: form.dataset.confirmAction };
+    if (!ask) return;
     event.preventDefault();
     const submitter = event.submitter && event.submitter.form === form ? event.submitter : null;
     const d = confirmDialog();
-    d.querySelector(".question").textContent = form.dataset.confirm;
-    d.querySelector("button[value=yes]").textContent = form.dataset.confirmAction || "Confirm";
+    d.querySelector(".question").textContent = ask.question;
+    d.querySelector("button[value=yes]").textContent = ask.action || "Confirm";
     d.returnValue = "";
     d.onclose = function () {
       if (d.returnValue !== "yes") return;

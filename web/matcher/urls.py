@@ -1,6 +1,7 @@
 from django.urls import path
 
 from web.matcher import search, site_mask, views
+from web.matcher.sites import site_detail
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -15,5 +16,6 @@ urlpatterns = [
     path("taskqueues/match/", views.match_resource, name="match-resource"),
     path("sites/", views.site_list, name="site-list"),
     path("sites/mask/", site_mask.site_mask_page, name="site-mask"),
+    path("sites/<int:pk>/", site_detail, name="site-detail"),
     path("search/", search.quick_search, name="quick-search"),
 ]

@@ -23,6 +23,7 @@ from web.core.listing import list_page
 from web.matcher import charts, dashboard, facets, selectors, why
 from web.matcher.filters import JobFilterSet, TaskQueueFilterSet
 from web.matcher.forms import JDLFilesForm, JDLForm, JobSubmitForm, ResourceForm
+from web.matcher.sites import site_links
 
 
 def home(request):
@@ -126,6 +127,7 @@ def job_detail(request, pk):
         "warnings": selectors.job_warnings([job])[job.pk] if job.status == "activated" else [],
         "default_setup": gdpconfig.get("DefaultSetup"),
         "why": why.explain(job),
+        **site_links(job.site, job.grid_ce),
         **selectors.facts_about_job(request.user, job),
     }
     return render(request, "matcher/job_detail.html", context)

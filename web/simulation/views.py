@@ -9,14 +9,16 @@ from web.core.confirm import confirmation
 from web.core.decorators import staff_required
 
 
-def clock_page(request):
+def clock_page(request, refused: services.ClockError | None = None):
+    """The clock, its controls and the last ticks; `refused`: a speed the clock refused, shown
+    in its field with the reason (a 400), so that it can be corrected rather than typed again."""
     row = services.clock_row()
     ticks = CycleRun.objects.filter(kind="simulation")[:15]
-    return render(
-        request,
-        "simulation/clock.html",
-        {"row": row, "now": clock.now(), "simulated": clock._simulated(), "ticks": ticks},
-    )
+    context = {"row": row, "now": clock.now(), "simulated": clock._simulated(), "ticks": ticks}
+    if refused is not None:
+        context["speed_value"] = request.POST.get("speed", "")
+        context["speed_error"] = str(refused)
+    return render(request, "simulation/clock.html", context, status=400 if refused else 200)
 
 
 @staff_required
@@ -44,6 +46,8 @@ def clock_action(request):
         else:
             raise services.ClockError("action", f"unknown action {action!r}")
     except services.ClockError as exc:
+        if action == "speed":
+            return clock_page(request, refused=exc)
         messages.error(request, str(exc))
     else:
         row = services.clock_row()
