@@ -185,7 +185,9 @@
     );
   });
 
-  drawCharts();
+  // Charts once the page has loaded (and been painted): plotly's parsing holds up neither.
+  if (document.readyState === "complete") drawCharts();
+  else window.addEventListener("load", drawCharts, { once: true });
   followJob();
   autoRefresh();
 })();

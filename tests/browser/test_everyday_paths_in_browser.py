@@ -209,6 +209,7 @@ def test_plotly_is_fetched_only_for_a_page_with_a_chart_and_the_charts_draw(page
     assert fetched == []  # no chart, no plotly (its basic bundle is 1.2 MB)
     page.goto("/")
     page.page.wait_for_selector("#states-chart .js-plotly-plot .main-svg")
+    page.draw_charts()  # those below the fold too
     page.page.wait_for_selector("#pilots-chart .js-plotly-plot .bars path")
     page.goto("/pilots/director/")
     page.page.wait_for_selector(".js-plotly-plot .main-svg")
