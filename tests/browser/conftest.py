@@ -100,18 +100,6 @@ class WatchedPage:
         )
         self.page.evaluate("window.scrollTo(0, 0)")
 
-    def draw_charts(self):
-        """Bring every chart of the page into view in turn (static/js/gridwms.js draws a chart
-        only when it comes near the view), wait until all are drawn, and go back to the top."""
-        charts = self.page.locator(".plotly-graph-div")
-        for i in range(charts.count()):
-            charts.nth(i).scroll_into_view_if_needed()
-        self.page.wait_for_function(
-            "Array.from(document.querySelectorAll('.plotly-graph-div'))"
-            ".every(d => d.querySelector('.main-svg'))"
-        )
-        self.page.evaluate("window.scrollTo(0, 0)")
-
     def screenshot(self, name):
         ARTIFACTS.mkdir(exist_ok=True)
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)

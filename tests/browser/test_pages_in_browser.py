@@ -59,7 +59,6 @@ def test_staff_visit_every_page_without_errors_and_the_charts_draw(page, grid):
     # One sample so far: each state's line is a single point (drawn, but of zero size).
     assert page.page.locator("#states-chart .scatterlayer .trace").count() >= 1
     page.draw_charts()  # those below the fold too
-    page.draw_charts()  # those below the fold too
     page.page.wait_for_selector("#pilots-chart .js-plotly-plot .bars path")
     page.screenshot("home")
     page.goto("/pilots/director/")

@@ -11,7 +11,6 @@ from django.utils.safestring import mark_safe
 from web.core.chart_style import PALETTE as PALETTE
 from web.core.chart_style import dress
 from web.core.plotly_bundle import drawable
-from web.core.plotly_bundle import drawable
 
 # The shortest stretch of time a time axis spans: one sample (or a few seconds of them) would
 # otherwise get a range of milliseconds, ticked in fractions of a second.
