@@ -157,6 +157,13 @@ def test_a_local_pilot_that_dies_before_registering_is_aborted_with_its_last_wor
     assert reason.startswith("its process exited (code 1) before registering: ")
     assert "no output" not in reason
     assert Pilot.objects.filter(grid_type="Local", status="Submitted").exclude(pk=first.pk)
+    # Staff read what the process said on the pilot's page.
+    from django.test import Client
+
+    page = Client()
+    page.force_login(users["admin"])
+    html = page.get(f"/pilots/{first.pk}/").content.decode()
+    assert 'id="process-output"' in html and "pilot process exited with code 1" in html
 
 
 def test_a_local_pilot_silent_past_its_start_time_is_aborted_but_a_young_one_is_left(submit):
