@@ -7,7 +7,7 @@ Given several --url (two servers of one database: the code before and after a ch
 alternate between them, page by page, so that a busy machine slows both alike.
 
 Headless Chromium (Debian's, /usr/bin/chromium) driven by Playwright logs in as admin through the
-login form, then loads each page with a cold cache (the browser's cache cleared after logging
+login form's POST, then loads each page with a cold cache (the browser's cache cleared after logging
 in, so the page's scripts and styles are fetched again) at 1280×900: Home, Shares, Accounting,
 the decision trace (the task page of the latest brokerage decision, ?run=...), a TaskQueue page
 (the first of the TaskQueues list), gdpconfig and the jobs list. Per page and run:
@@ -63,12 +63,21 @@ def emit(metric: str, value: float, unit: str, **context) -> None:
     sys.stdout.flush()
 
 
-def login(page, base: str, username: str, password: str) -> None:
-    page.goto(base + "/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
-    page.wait_for_url(base + "/")
+def login(context, base: str, username: str, password: str) -> None:
+    """Log the browser context in through the login form's own POST (its CSRF token, fields
+    and Referer), without rendering a page: the page a login lands on (the home page) would
+    otherwise still be fetching and parsing plotly when the measured load starts."""
+    form = context.request.get(base + "/login/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text())
+    assert token, "no CSRF token on /login/"
+    answer = context.request.post(
+        base + "/login/",
+        form={"username": username, "password": password, "csrfmiddlewaretoken": token.group(1)},
+        headers={"Referer": base + "/login/"},
+        max_redirects=0,
+    )
+    if answer.status != 302:
+        raise SystemExit(f"cannot log in as {username}: HTTP {answer.status}")
 
 
 def first_link(page, base: str, path: str, pattern: str) -> str | None:
@@ -83,7 +92,7 @@ def first_link(page, base: str, path: str, pattern: str) -> str | None:
 def pages(browser, base: str, username: str, password: str) -> dict[str, str]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    login(page, base, username, password)
+    login(context, base, username, password)
     found = {"home": "/", "shares": "/shares/", "accounting": "/accounting/"}
     trace = first_link(page, base, "/brokerage/decisions/", r"^/brokerage/tasks/\d+/\?run=\d+")
     if trace:
@@ -103,7 +112,7 @@ NETWORK: dict = {}  # Network.emulateNetworkConditions' arguments, when --mbps i
 def load_once(browser, base: str, path: str, username: str, password: str) -> dict:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    login(page, base, username, password)
+    login(context, base, username, password)
     cdp = context.new_cdp_session(page)
     cdp.send("Network.enable")
     cdp.send("Network.clearBrowserCache")
@@ -137,6 +146,15 @@ def load_once(browser, base: str, path: str, username: str, password: str) -> di
     figures["interactive_ms"] = max(figures["load_ms"], chart or 0)
     context.close()
     return figures
+
+
+def timed(browser, base: str, path: str, username: str, password: str) -> dict:
+    """load_once, tried again once if the browser gave up (a busy machine's 30 s timeouts)."""
+    try:
+        return load_once(browser, base, path, username, password)
+    except Exception as error:  # Playwright's TimeoutError and its kin
+        print(f"{base}{path}: {error.__class__.__name__}, once more", file=sys.stderr)
+        return load_once(browser, base, path, username, password)
 
 
 def report(name: str, base: str, path: str, runs: list[dict]) -> None:
@@ -192,7 +210,7 @@ def main() -> None:
             for _ in range(args.runs):
                 for base in runs:
                     runs[base].append(
-                        load_once(browser, base, found[base][name], args.user, args.password)
+                        timed(browser, base, found[base][name], args.user, args.password)
                     )
             for base, done in runs.items():
                 report(name, base, found[base][name], done)
