@@ -24,7 +24,6 @@ from core import db, gdpconfig
 from matcher import errors
 from matcher import services as job_services
 from matcher.lifecycle import ACTIVATED, CLOSED, DEFINED, FAILED
-from matcher.models import Job
 from timeouts import rules
 from timeouts.models import TimeoutAction
 
@@ -94,7 +93,6 @@ def apply(planned: list[Planned], now: datetime, run_id: int | None) -> Counter:
                 modified=now,
             )
         _record(steps, moved, by_id, locked, now, run_id)
-        _classify_failures(steps, by_id)
     job_services.drop_if_empty(moved.left)
     return counts
 
@@ -107,6 +105,7 @@ def _step(p: Planned, to: str, clear_match: bool = False) -> job_services.Step:
         by=job_services.timeout_move(p.action),
         clear_match=clear_match,
         note="rescheduled into",
+        error_code=failure_code(p.rule) if to == FAILED else None,
     )
 
 
@@ -149,17 +148,6 @@ def failure_code(rule: str) -> int:
     if rule.startswith("transferring"):
         return errors.TRANSFER_TIMEOUT
     return errors.EXPIRED
-
-
-def _classify_failures(steps, by_id: dict) -> None:
-    """The failed jobs' error code and category, by the rule that failed them."""
-    by_code: dict[int, list[int]] = {}
-    for s in steps:
-        if s.to == FAILED:
-            by_code.setdefault(failure_code(by_id[s.job_id].rule), []).append(s.job_id)
-    for code, ids in by_code.items():
-        entry = errors.describe(code)
-        Job.objects.filter(pk__in=ids).update(error_code=entry.code, error_category=entry.category)
 
 
 def _record(steps, moved, by_id: dict, locked, now: datetime, run_id: int | None) -> None:

@@ -33,8 +33,8 @@ from typing import TypeVar
 from django.db import IntegrityError, OperationalError, connection
 
 from core import clock, db, gdpconfig
-from matcher import lifecycle
-from matcher.lifecycle import ACTIVATED, FINAL_STATES, NEW
+from matcher import errors, lifecycle
+from matcher.lifecycle import ACTIVATED, FAILED, FINAL_STATES, NEW
 from matcher.models import MULTI_VALUED_FIELDS, Job, JobStatusHistory, TaskQueue, TaskQueueJob
 from matcher.services import enqueue
 
@@ -238,6 +238,7 @@ class Step:
     by: str
     clear_match: bool = False
     note: str = "joined"
+    error_code: int | None = None  # a move to failed: why, as matcher.errors names it
 
 
 @dataclass
@@ -276,6 +277,14 @@ def move_jobs(locked: Locked, steps: Sequence[Step], now: datetime) -> Moved:
         groups.setdefault((s.clear_match or into, into), []).append(row)
     for (clear, into), rows in groups.items():
         _update_jobs(rows, now, clear, into)
+    failed: dict[int, list[int]] = {}
+    for s in steps:
+        if s.to == FAILED and s.error_code is not None:
+            failed.setdefault(s.error_code, []).append(s.job_id)
+    for code, ids in failed.items():
+        Job.objects.filter(pk__in=ids).update(
+            error_code=code, error_category=errors.describe(code).category
+        )
     record_history(
         [(s.job_id, now, locked.status(s.job_id), s.to, moved.reasons[s.job_id]) for s in steps]
     )
