@@ -10,6 +10,7 @@ from core.cycles import run_cycle
 from matcher.models import JobStateSample, JobStatus, JobStatusHistory
 from simulation import demo as pilot_demo
 from simulation import panda_demo as demo
+from timeouts.models import TimeoutAction
 
 
 def test_the_home_page_shows_the_grid_at_work(world, submit, users, api, client):
@@ -21,9 +22,19 @@ def test_the_home_page_shows_the_grid_at_work(world, submit, users, api, client)
     assert r.status_code == 201
     task_brokerage(rng=random.Random(1))  # no nucleus: a brokerage failure
     job = submit("alice", cpu_time=100)
+    # What the timeouts cycle writes for a move: the job's history and the action's row, which
+    # the home page reads.
     JobStatusHistory.objects.create(
         job=job,
         at=job.created,
+        from_status="sent",
+        to_status=JobStatus.ACTIVATED,
+        reason="timeout: sent 30 min",
+    )
+    TimeoutAction.objects.create(
+        at=job.created,
+        rule="sent",
+        job=job,
         from_status="sent",
         to_status=JobStatus.ACTIVATED,
         reason="timeout: sent 30 min",
