@@ -329,7 +329,9 @@ def list_page(request, filterset: ListFilterSet, template: str, context=None, *,
               decorate=None):  # fmt: skip
     """A list page: its rows for the filters, sort and page size in the URL, or with
     `?format=csv|json` their streamed export. Bad parameters answer 400 with the errors shown
-    and no row, as if filtered."""
+    and no row, as if filtered. `context` may be a callable returning the page's extra context:
+    it is then called for the HTML page only, never for an export (which reads no row before
+    its response is sent)."""
     size = page_size(request, filterset)
     fmt = request.GET.get("format", "")
     if fmt not in ("", "html", *FORMATS):
@@ -341,5 +343,6 @@ def list_page(request, filterset: ListFilterSet, template: str, context=None, *,
         decorate(page.rows)
     sizes = tuple(sorted({*PAGE_SIZES, size}))
     tools = Tools(size, sizes, _export_url(request, "csv"), _export_url(request, "json"))
-    out = {"filter": filterset, "page": page, "listing": tools, **(context or {})}
+    extra = context() if callable(context) else context
+    out = {"filter": filterset, "page": page, "listing": tools, **(extra or {})}
     return render(request, template, out, status=200 if filterset.is_valid() else 400)
