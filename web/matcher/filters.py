@@ -48,6 +48,17 @@ class JobFilterSet(ListFilterSet):
     reason = django_filters.CharFilter(
         field_name="status_reason", label="Reason", help_text="its status reason, exactly"
     )
+    # Why a failed job failed (matcher.errors): the error summary's rows link here.
+    error_code = django_filters.NumberFilter(
+        field_name="error_code",
+        label="Error code",
+        min_value=0,
+        max_value=2**31 - 1,
+        help_text="PanDA's pilot error code, e.g. 1305",
+    )
+    error_category = django_filters.CharFilter(
+        field_name="error_category", label="Error category", help_text="e.g. stage-in"
+    )
     task_queue = IdFilter(field_name="task_queue_id", label="TaskQueue")
     # The jobs a brokerage task generated (brokerage's TaskJob row, reached by its reverse name).
     task = IdFilter(field_name="task_job__task_id", label="Task")
@@ -117,6 +128,8 @@ class JobFilterSet(ListFilterSet):
             "site",
             "placed",
             "reason",
+            "error_code",
+            "error_category",
             "task_queue",
             "task",
             "created_after",

@@ -131,14 +131,20 @@ def summary(user, hours: int) -> ErrorSummary:
             _code_label(code, category),
             n,
             first,
-            f"/jobs/{first}/",
+            f"/jobs/{first}/" if code is None else links.jobs(**base, error_code=code),
         )
         for code, category, n, first in qs.values_list("error_code", "error_category")
         .annotate(n=Count("*"), first=Min("id"))
         .order_by("-n", "error_code")[:TOP]
     ]
     out.by_category = [
-        Group(category, category or NO_CATEGORY, n, first, f"/jobs/{first}/")
+        Group(
+            category,
+            category or NO_CATEGORY,
+            n,
+            first,
+            links.jobs(**base, error_category=category) if category else f"/jobs/{first}/",
+        )
         for category, n, first in _grouped(qs, "error_category")
     ]
     out.matrix = site_matrix(qs, base)

@@ -91,3 +91,22 @@ def test_a_rescheduled_job_loses_its_last_attempts_error(fail, users):
     services.reschedule_job(job.pk, users["alice"])
     job.refresh_from_db()
     assert (job.error_code, job.error_category, job.status) == (None, "", "activated")
+
+
+def test_a_code_or_category_row_links_to_the_jobs_list_filtered_by_it(users, failed):
+    from django.test import Client
+
+    found = error_summary.summary(users["alice"], 24)
+    stage_in = next(g for g in found.by_code if g.key == "1099")
+    assert "error_code=1099" in stage_in.url and "status=failed" in stage_in.url
+    client = Client()
+    client.force_login(users["alice"])
+    listed = client.get(stage_in.url).content.decode()
+    ids = {j.pk for j in failed if j.error_code == 1099 and j.owner.username == "alice"}
+    assert ids and all(f'href="/jobs/{pk}/"' in listed for pk in ids)
+    other = next(j for j in failed if j.error_code == 1212)
+    assert f'href="/jobs/{other.pk}/"' not in listed
+    category = next(g for g in found.by_category if g.key == "memory")
+    assert "error_category=memory" in category.url
+    assert f'href="/jobs/{other.pk}/"' in client.get(category.url).content.decode()
+    assert client.get("/jobs/?error_code=abc").status_code == 400
