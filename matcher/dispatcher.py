@@ -30,7 +30,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import Sum
 
 from core import gdpconfig
-from matcher import claims, matching, races, site_mask
+from matcher import claims, matching, races, site_mask, topology
 from matcher.claims import CANDIDATE_JOBS, MatchedJob  # noqa: F401  (the matcher's vocabulary)
 from matcher.models import Job, JobStatus, TaskQueuePriorityCount
 from matcher.services import housekeeping
@@ -101,6 +101,8 @@ def match_job(
     """Give the resource one job, or None when no waiting job fits it. The job is bound to
     the pilot `pilot_id` (pilot_registry.resolve_pilot): only its credential reports on it."""
     rng = rng or _rng
+    if topology.masked(resource.site, resource.grid_ce):
+        return None  # DIRAC's Matcher: a pilot at a banned site or CE gets no job
     resource = as_matched(resource)
     mode = mode or gdpconfig.get("MatchDrawMode")
     by_segment = gdpconfig.get("MatchCPUSegmentPrecedence")

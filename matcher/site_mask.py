@@ -2,7 +2,9 @@
 of its CEs, with a reason, and allow it again; every change is kept (SiteMaskChange: who,
 when, why).
 
-What a ban means: the director sends a banned site or CE no pilot (it plans over
+What a ban means: a pilot already there gets no job (matcher.dispatcher, through the
+topology snapshot: within TOPOLOGY_CACHE_SECONDS on other processes); the director sends a
+banned site or CE no pilot (it plans over
 `unmasked_ces`, as do the dispatcher's and the servability's views of the active CEs), and the
 brokerage places no job at a PanDA queue of a banned site or CE (brokerage.checks.site_mask,
 which reads `masked_reason`). A CE that is draining stays draining: only a ban is undone by an
@@ -15,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from core import clock
+from matcher import topology
 from matcher.models import ComputingElement, Site, SiteMaskChange
 
 BAN, ALLOW = SiteMaskChange.Action.BAN, SiteMaskChange.Action.ALLOW
@@ -66,6 +69,7 @@ def change_mask(action: str, *, site_id: int, ce_id: int | None, reason: str, by
             raise ValidationError({"target": f"{row.name} is not banned ({before})."})
         row.status = BANNED if action == BAN else "active"
         row.save(update_fields=["status"])
+        transaction.on_commit(topology.invalidate)  # this process's pilots see it at once
         return SiteMaskChange.objects.create(
             site=site,
             ce_name=row.name if row is not site else "",

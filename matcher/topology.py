@@ -19,6 +19,15 @@ def _load() -> dict:
     return {
         "sites": set(Site.objects.values_list("name", flat=True)),
         "ce_site": dict(ComputingElement.objects.values_list("name", "site__name")),
+        # The site mask (matcher/site_mask.py): a pilot there gets no job.
+        "banned_sites": set(
+            Site.objects.filter(status=Site.Status.BANNED).values_list("name", flat=True)
+        ),
+        "banned_ces": set(
+            ComputingElement.objects.filter(status=ComputingElement.Status.BANNED).values_list(
+                "name", flat=True
+            )
+        ),
     }
 
 
@@ -39,6 +48,12 @@ def site_exists(name: str) -> bool:
 
 def site_of_ce(name: str) -> str | None:
     return snapshot()["ce_site"].get(name)
+
+
+def masked(site: str | None, ce: str | None) -> bool:
+    """Whether a pilot at this site or CE is in the site mask (banned)."""
+    found = snapshot()
+    return (site in found["banned_sites"]) or (ce in found["banned_ces"])
 
 
 _groups: dict[int, tuple[float, list]] = {}

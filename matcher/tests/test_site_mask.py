@@ -34,9 +34,7 @@ def test_banning_a_site_records_who_when_and_why_and_allowing_it_again_too(world
     assert (ban.action, ban.from_status, ban.by, ban.reason) == (
         "ban", "active", users["admin"], "downtime GGUS 1234"
     )  # fmt: skip
-    site_mask.change_mask(
-        "allow", site_id=site.pk, ce_id=None, reason="back", by=users["admin"]
-    )
+    site_mask.change_mask("allow", site_id=site.pk, ce_id=None, reason="back", by=users["admin"])
     site.refresh_from_db()
     assert site.status == "active"
     assert [c.action for c in SiteMaskChange.objects.filter(site=site)] == ["allow", "ban"]
@@ -99,3 +97,20 @@ def test_a_ce_ban_is_undone_only_by_allow_and_a_draining_ce_stays_draining(world
     ce.refresh_from_db()
     assert ce.status == "banned"
     assert SiteMaskChange.objects.get().from_status == "draining"
+
+
+def test_a_pilot_already_at_a_banned_site_or_ce_gets_no_job_until_it_is_allowed(
+    world, users, submit, api
+):
+    site = Site.objects.get(name=CERN)
+    ce = site.computing_elements.order_by("name").first()
+    submit("alice", cpu_time=100)
+    pilot = api(users["pilot"])
+    resource = {"site": CERN, "grid_ce": ce.name, "cpu_time": 86400}
+    _ban(site, users, ce=ce)
+    assert pilot.post("/api/v1/match/", resource, format="json").status_code == 204
+    site_mask.change_mask("allow", site_id=site.pk, ce_id=ce.pk, reason="up", by=users["admin"])
+    _ban(site, users)
+    assert pilot.post("/api/v1/match/", resource, format="json").status_code == 204
+    site_mask.change_mask("allow", site_id=site.pk, ce_id=None, reason="up", by=users["admin"])
+    assert pilot.post("/api/v1/match/", resource, format="json").status_code == 200
