@@ -446,7 +446,15 @@ class BrokerageRun(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["task", "-id"], name="brokeragerun_task")]
+        indexes = [
+            models.Index(fields=["task", "-id"], name="brokeragerun_task"),
+            # Home's recent brokerage failures: the newest runs that placed nothing.
+            models.Index(
+                fields=["-id"],
+                condition=models.Q(outcome__in=["pending", "throttled"]),
+                name="brokeragerun_failed",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} for task {self.task_id} at {self.at:%Y-%m-%d %H:%M}"

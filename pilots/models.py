@@ -96,6 +96,8 @@ class Pilot(models.Model):
         indexes = [
             models.Index(fields=["task_queue_id", "status", "submitted"], name="pilot_tq_status"),
             models.Index(fields=["status", "next_event"], name="pilot_status_next"),
+            # The Shares page's pilots of the last hour.
+            models.Index(fields=["submitted"], name="pilot_submitted"),
         ]
         constraints = [
             models.UniqueConstraint(
