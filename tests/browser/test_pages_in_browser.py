@@ -160,6 +160,7 @@ def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, gr
     run_cycle("task_brokerage")
     run_cycle("job_brokerage")
     page.goto(f"/brokerage/tasks/{task.pk}/")
+    page.draw_charts()  # below the fold: drawn only once scrolled near (static/js/gridwms.js)
     page.page.wait_for_selector("#removed-chart .js-plotly-plot .main-svg")
     page.page.wait_for_selector("#weights-chart .js-plotly-plot .bars path")
     assert page.page.locator("#candidates td", has_text="core_count").count() >= 1
