@@ -177,6 +177,18 @@ def test_a_task_page_shows_its_jobs_states_over_time_and_its_retry_chains(
     assert f"job {chain[0]}</a>" in page and " → " in page
 
 
+def test_a_retried_jobs_page_links_the_job_it_retries_and_its_own_retry(
+    client, users, retried_task
+):
+    _task, chain = retried_task
+    client.force_login(users["erin"])
+    middle = client.get(f"/jobs/{chain[1]}/").content.decode()
+    assert f'href="/jobs/{chain[0]}/" id="retry-of"' in middle
+    assert f'href="/jobs/{chain[2]}/" id="retried-as"' in middle
+    first = client.get(f"/jobs/{chain[0]}/").content.decode()
+    assert 'id="retry-of"' not in first and f'href="/jobs/{chain[1]}/" id="retried-as"' in first
+
+
 def test_home_shows_the_verdict_healthz_gives(client, users, world):
     client.force_login(users["alice"])
     healthz = client.get("/healthz")

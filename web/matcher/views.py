@@ -10,6 +10,7 @@ from rest_framework.exceptions import ValidationError
 
 from api.matcher.resources import ResourceDescriptionSerializer
 from api.matcher.serializers import JobSubmitSerializer, SubmissionContext
+from brokerage.models import TaskJob
 from core import gdpconfig
 from core.errors import add_to_form, error_messages
 from matcher import dispatcher, lifecycle, services
@@ -130,6 +131,12 @@ def job_detail(request, pk):
         "warnings": selectors.job_warnings([job])[job.pk] if job.status == "activated" else [],
         "default_setup": gdpconfig.get("DefaultSetup"),
         "why": why.explain(job),
+        # A task job's retry chain, one step each way (the task page shows the whole chain).
+        "retried_as": TaskJob.objects.filter(retry_of_id=job.pk)
+        .values_list("job_id", flat=True)
+        .first()
+        if hasattr(job, "task_job")
+        else None,
         **site_links(job.site, job.grid_ce),
         **selectors.facts_about_job(request.user, job),
     }
