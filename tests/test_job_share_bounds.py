@@ -181,7 +181,16 @@ def test_the_page_says_a_correction_still_reflects_a_recent_jobshare_change(wait
     assert '<tr class="memory-row" data-group="lhcb_mc">' in html
     assert "Its correction still reflects its JobShare change 300 → 5000" in html
     assert "WeekSlice (7 d) and HourSlice (1 h) still average usage from before it" in html
+    # The API says the same of the group.
+    body = client.get("/api/v1/shares/").json()
+    [mc_row] = [g for g in body["groups"] if g["group"] == "lhcb_mc"]
+    [remembered] = mc_row["remembered_changes"]
+    assert (remembered["old"], remembered["new"]) == ("300", "5000")
+    assert remembered["slices"] == ["WeekSlice (7 d)", "HourSlice (1 h)"]
+    assert all(not g["remembered_changes"] for g in body["groups"] if g["group"] != "lhcb_mc")
     # Once its longest slice no longer reaches back before the change, nothing is said.
     GroupChange.objects.update(at=now - timedelta(days=8))
     html = client.get("/shares/").content.decode()
     assert 'class="memory-row"' not in html
+    body = client.get("/api/v1/shares/").json()
+    assert all(not g["remembered_changes"] for g in body["groups"])

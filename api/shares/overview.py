@@ -3,14 +3,14 @@ per user, why each is off its share (the same figures and sentence as the Shares
 the corrector configuration in force (web.shares.overview; the waiting work and the pilots in it
 come from the apps registered there)."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, viewsets
 from rest_framework.response import Response
 
 from core import gdpconfig
 from shares import explanations
 from web.core.filters import StrictQueryMixin
-from web.shares import overview
+from web.shares import overview, preview
 
 
 class CorrectionSerializer(serializers.Serializer):
@@ -89,6 +89,16 @@ class UserShareSerializer(WhySerializer):
     correction = CorrectionSerializer(allow_null=True)
 
 
+class RememberedChangeSerializer(serializers.Serializer):
+    at = serializers.DateTimeField(source="change.at")
+    old = serializers.CharField()
+    new = serializers.CharField()
+    until = serializers.DateTimeField(help_text="when the corrector's longest slice forgets it")
+    slices = serializers.ListField(
+        child=serializers.CharField(), help_text="the slices that still count the time before it"
+    )
+
+
 class GroupShareSerializer(WhySerializer):
     group = serializers.CharField(source="group.name")
     job_share = serializers.FloatField(source="group.job_share")
@@ -99,7 +109,16 @@ class GroupShareSerializer(WhySerializer):
     achieved = serializers.FloatField(allow_null=True)
     running = serializers.FloatField()
     correction = CorrectionSerializer(allow_null=True)
+    remembered_changes = serializers.SerializerMethodField(
+        help_text="its recent JobShare changes the corrector still counts (the Shares page's "
+        "note under its row), newest first"
+    )
     users = UserShareSerializer(many=True)
+
+    @extend_schema_field(RememberedChangeSerializer(many=True))
+    def get_remembered_changes(self, row) -> list:
+        notes = (row.get("memory") or {}).get("changes", [])
+        return RememberedChangeSerializer(notes, many=True).data
 
 
 class SharesSerializer(serializers.Serializer):
@@ -114,6 +133,7 @@ class SharesViewSet(StrictQueryMixin, viewsets.ViewSet):
     @extend_schema(responses=SharesSerializer)
     def list(self, request):
         data = overview.overview()
+        preview.memory(data["rows"])  # each row's remembered JobShare changes
         body = {
             "correction_enabled": gdpconfig.get("EnableSharesCorrection"),
             "priority_consolidation": gdpconfig.get("PRIORITY_CONSOLIDATION"),
