@@ -53,7 +53,7 @@ def test_a_revert_puts_the_share_back_as_a_new_recorded_change(client, users, mc
     client.post(f"/shares/groups/{mc.pk}/", _form(mc, job_share="500"))
     change = GroupChange.objects.get()
     r = client.post(f"/shares/changes/{change.pk}/revert/", {"confirm": "yes"}, follow=True)
-    assert "lhcb_mc JobShare is back to 300.0." in r.content.decode()
+    assert "lhcb_mc JobShare is back to 300." in r.content.decode()
     mc.refresh_from_db()
     assert mc.job_share == 300
     assert GroupChange.objects.first().comment == f"revert of change {change.pk}"

@@ -55,16 +55,16 @@ def test_staff_edit_lhcb_mc_from_300_to_500_on_the_shares_page_see_it_recorded_a
     assert GridGroup.objects.get(name="lhcb_mc").job_share == 500
     change = page.page.locator("#history tr", has_text="more MC")
     text = change.inner_text()
-    assert "lhcb_mc" in text and "JobShare" in text and "300.0 → 500.0" in text
+    assert "lhcb_mc" in text and "JobShare" in text and "300 → 500" in text
     assert "admin" in text
     page.screenshot("shares-edited")
 
     change.locator("button", has_text="Revert").click()
-    _confirm(page, "Put lhcb_mc's JobShare back from 500.0 to 300.0?", "cancel")
+    _confirm(page, "Put lhcb_mc's JobShare back from 500 to 300?", "cancel")
     assert GridGroup.objects.get(name="lhcb_mc").job_share == 500  # cancelled: nothing done
     change.locator("button", has_text="Revert").click()
-    _confirm(page, "Put lhcb_mc's JobShare back from 500.0 to 300.0?", "yes")
-    _message(page, "lhcb_mc JobShare is back to 300.0.")
+    _confirm(page, "Put lhcb_mc's JobShare back from 500 to 300?", "yes")
+    _message(page, "lhcb_mc JobShare is back to 300.")
     assert GridGroup.objects.get(name="lhcb_mc").job_share == 300
     first = GroupChange.objects.order_by("id").first()
     assert f"revert of change {first.pk}" in page.page.locator("#history").inner_text()

@@ -135,7 +135,7 @@ def test_staff_edit_a_jobshare_in_the_admin_and_the_shares_page_shows_it(page, g
     assert "650" in row.inner_text()
     # Recorded like an edit on the Shares page, and so revertible.
     change = page.page.locator("#history tr", has_text="lhcb_mc")
-    assert "300.0 → 650.0" in change.inner_text() and "in the admin" in change.inner_text()
+    assert "300 → 650" in change.inner_text() and "in the admin" in change.inner_text()
 
 
 def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, grid):

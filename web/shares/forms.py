@@ -11,6 +11,14 @@ def share_text(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
+def change_text(value) -> str:
+    """A group change's old or new value: a JobShare as share_text writes it, a property as
+    it is (True, False)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return share_text(value)
+    return str(value)
+
+
 class GroupShareForm(forms.ModelForm):
     # Declared here, so that the bounds and their sentences are the edit's own
     # (matcher.services.groups), not the model field's validators'.

@@ -12,7 +12,7 @@ from web.core.confirm import confirmation
 from web.core.decorators import staff_required
 from web.core.forms import ParameterForm
 from web.shares import charts, overview, people, preview
-from web.shares.forms import GroupShareForm, share_text
+from web.shares.forms import GroupShareForm, change_text, share_text
 
 
 def shares_page(request, editing=None, shown_preview=None, status=200):
@@ -127,5 +127,6 @@ def change_revert(request, pk):
     except ShareError as exc:
         messages.error(request, f"{change.group.name} not reverted: {exc.message}.")
         return redirect("/shares/#history")
-    messages.success(request, f"{change.group.name} {change.field_label} is back to {change.old}.")
+    old = change_text(change.old)
+    messages.success(request, f"{change.group.name} {change.field_label} is back to {old}.")
     return redirect("/shares/#history")

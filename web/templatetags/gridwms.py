@@ -159,3 +159,12 @@ def state_colours():
         for name, colour in sorted(colours.items())
     )
     return mark_safe(f"<style>{rules}</style>")
+
+
+@register.filter
+def change_value(value):
+    """A group change's old or new value as the Shares page writes a JobShare (40000, not
+    40000.0); anything else as it is."""
+    from web.shares.forms import change_text
+
+    return change_text(value)
