@@ -101,8 +101,19 @@ class WatchedPage:
         self.page.evaluate("window.scrollTo(0, 0)")
 
     def screenshot(self, name):
+        """A full-page screenshot kept as an artifact for a person to look at. Chromium now
+        and then cannot capture a page while it still lays out (a chart drawn as it scrolls
+        into view): once more, then the window alone; an artifact never fails a test."""
+        from playwright.sync_api import Error as PlaywrightError
+
         ARTIFACTS.mkdir(exist_ok=True)
-        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        path = str(ARTIFACTS / f"{name}.png")
+        for full_page in (True, True, False):
+            try:
+                self.page.screenshot(path=path, full_page=full_page)
+                return
+            except PlaywrightError:
+                self.page.wait_for_timeout(500)
 
 
 def _database_url(db: dict) -> str:

@@ -152,7 +152,9 @@ def test_a_user_submits_a_production_task_and_reads_its_brokerage_trace(page, gr
     page.page.fill("#id_processing_type", "evgen")
     page.page.fill("#id_architecture", "#&nvidia:vram>>1")
     page.page.click("button[type=submit]")
-    assert page.page.locator(".error", has_text="not a version number").count() == 1
+    refused = page.page.locator(".error", has_text="not a version number")
+    refused.wait_for()  # the refused form, back from the server
+    assert refused.count() == 1
     page.page.fill("#id_architecture", "")
     page.page.click("button[type=submit]")
     page.page.wait_for_url("**/brokerage/tasks/*/")
