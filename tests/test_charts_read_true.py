@@ -1,4 +1,4 @@
-"""The charts read true (issue 32, item 6): every figure of every page, drawn by the pages
+"""The charts read true: every figure of every page, drawn by the pages
 themselves (home, shares, accounting by group) and by each chart builder with every state,
 kind and group in it, gives a job state, a pilot state, a kind of timeout and a group one colour
 everywhere, and no two of them one colour in the same chart; a chart with nothing to draw says

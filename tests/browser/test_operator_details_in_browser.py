@@ -1,4 +1,4 @@
-"""Small things an operator meets, in Chromium (gridwms issue 32): a bulk kill or reschedule asks
+"""Small things an operator meets, in Chromium: a bulk kill or reschedule asks
 in the page, in the dialog every other action uses, with the count (and on a page of its own
 when the browser runs no script); the status filter is a list of checkboxes; a refused clock
 speed stays in its field beside the reason; a job's site and CE lead to the site's page; counts
