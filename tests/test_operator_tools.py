@@ -195,3 +195,11 @@ def test_home_shows_the_verdict_healthz_gives(client, users, world):
     page = client.get("/").content.decode()
     assert 'id="health-verdict"' in page
     assert f"/healthz answers {healthz.status_code}" in page
+
+
+def test_the_quick_search_refuses_a_nul_or_an_over_long_text_naming_q(client, users, world):
+    client.force_login(users["alice"])
+    nul = client.get("/search/", {"q": "alice\x00"})
+    assert nul.status_code == 400 and "q: no NUL character." in nul.content.decode()
+    long = client.get("/search/", {"q": "9" * 500})
+    assert long.status_code == 400 and "q: at most" in long.content.decode()

@@ -66,7 +66,16 @@ FINDERS = (jobs, tasks, pilots, users)
 def quick_search(request):
     text = request.GET.get("q", "").strip()
     hits: list[tuple[str, str, str]] = []
-    too_long = len(text) > MAX_LENGTH
+    # A NUL names nothing (PostgreSQL text cannot hold one): refused, as too long is.
+    problem = (
+        f"at most {MAX_LENGTH} characters"
+        if len(text) > MAX_LENGTH
+        else "no NUL character"
+        if "\x00" in text
+        else ""
+    )
+    text = text.replace("\x00", "")
+    too_long = bool(problem)
     if text and not too_long:
         for find in FINDERS:
             hits += find(request.user, text)
@@ -77,7 +86,7 @@ def quick_search(request):
         "text": text,
         "hits": hits,
         "too_long": too_long,
-        "max_length": MAX_LENGTH,
+        "problem": problem,
         "elsewhere": [
             ("jobs whose id, task or name has it", f"{reverse('job-list')}?{query}"),
             ("tasks whose id or name has it", f"{reverse('task-list')}?{query}"),
