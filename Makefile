@@ -7,7 +7,7 @@ BIN = $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run serve worker test lint bench db-start db-stop clean
+.PHONY: install clients run serve worker test lint bench db-start db-stop clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,18 +16,23 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 # Debian's Chromium for the browser tests (Playwright cannot download browsers here).
-install: $(BIN)/.installed
+install: $(BIN)/.installed clients
 	@if ! command -v chromium >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium is missing (apt-get install chromium): browser tests will be skipped"; fi; \
 	fi
 
+# The clients grids already run (DiracX's CLI, PanDA's pilot and client), unmodified from the
+# registry, each in its own environment under .clients/ (scripts/install_clients.sh).
+clients:
+	PY=$(PY) bash scripts/install_clients.sh
+
 # Migrate, load the demo world once, create the schedules, then run the django-q2 cluster and
 # the web server together; Ctrl-C stops both.
 # Without DATABASE_URL the embedded PostgreSQL (.pgdata/) is started first and stopped with Ctrl-C;
 # a second `make run` reuses its data.
-run: $(BIN)/.installed
+run: $(BIN)/.installed clients
 	HOST=$(HOST) PORT=$(PORT) bash scripts/run.sh
 
 # Production on one host: migrate, collectstatic, gunicorn and the django-q2 cluster, DEBUG off

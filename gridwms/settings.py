@@ -324,12 +324,22 @@ HOUSEKEEPING_IN_BACKGROUND = env_bool(
 # --- Cache shared by all processes (gdpconfig generation, throttles) ---------------------------
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# --- Bearer tokens (api/core/tokens.py) -------------------------------------------------------
+# Signed tokens for PanDA's client (`manage.py panda_token USER`); DiracX's credentials file
+# carries an API token instead (`manage.py diracx_credentials USER`).
+JWT_SIGNING_KEY = os.environ.get("JWT_SIGNING_KEY", "")
+JWT_ISSUER = os.environ.get("JWT_ISSUER", "gridwms")
+JWT_LIFETIME_SECONDS = int(os.environ.get("JWT_LIFETIME_SECONDS", str(7 * 24 * 3600)))
+# The virtual organisation this grid serves, as DiracX and PanDA's clients name it.
+GRID_VO = os.environ.get("GRID_VO", "gridwms")
+
 # --- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     # Token first: a client presenting a token is that token's user (cached a few seconds per
     # process, api/core/authentication.py), with no session to look up.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "api.core.authentication.CachedTokenAuthentication",
+        "api.core.authentication.BearerAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # orjson both ways; bodies nested deeper than 64 levels answer 400 (api/core/codec.py).

@@ -14,7 +14,10 @@ import time
 
 from django.conf import settings
 from django.db.models.signals import post_delete, post_save
+from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
+
+from api.core import tokens
 
 LIMIT = 10_000
 _lock = threading.Lock()
@@ -37,6 +40,25 @@ class CachedTokenAuthentication(TokenAuthentication):
                     _known.clear()
                 _known[key] = (now, user, token)
         return user, token
+
+
+class BearerAuthentication(CachedTokenAuthentication):
+    """`Authorization: Bearer <credential>`, the header DiracX's and PanDA's clients send: an
+    API token's key (the same key `Token` takes, cached the same way) or a token this server
+    signed (api.core.tokens), verified on every request."""
+
+    keyword = "Bearer"
+
+    def authenticate_credentials(self, key):
+        if not tokens.looks_like_jwt(key):
+            return super().authenticate_credentials(key)
+        try:
+            user = tokens.user_of(tokens.verify(key))
+        except tokens.InvalidToken as e:
+            raise exceptions.AuthenticationFailed(str(e)) from e
+        if not user.is_active:
+            raise exceptions.AuthenticationFailed("User inactive or deleted.")
+        return user, key
 
 
 def forget(**kwargs) -> None:
