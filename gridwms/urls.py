@@ -26,6 +26,8 @@ urlpatterns = [
     path("favicon.ico", login_not_required(FaviconRedirect.as_view(permanent=True))),
     path("healthz", health.healthz, name="healthz"),
     path("metrics", metrics.metrics, name="metrics"),
+    # PanDA's client's job API (job/..., system/...: no gridwms route has those names).
+    path("api/v1/", include("api.panda_client.urls")),
     # First: the pilots' requests resolve fast. Namespaced: the API root lists the API's own
     # routes, not the pages of the same names.
     path("api/v1/", include(("api.urls", "api"), namespace="api")),
@@ -35,6 +37,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    # DiracX's paths (/.well-known/, /api/jobs/, /api/auth/): its command line works unmodified.
+    path("", include("api.diracx.urls")),
     path("config/", include("web.core.urls")),
     path("shares/", include("web.shares.urls")),
     path("brokerage/", include("web.brokerage.urls")),

@@ -62,6 +62,18 @@ ROWS = [
     ),
     ("api:api-token", "POST", "/api/v1/auth/token/", {"username": "alice"}, "400 " * 5 + "400"),
     ("api:user-me", "GET", "/api/v1/users/me/", None, A),
+    # --- API: PanDA's client's job API (401 with `WWW-Authenticate: Bearer`; each user gets
+    # its own jobs, None or False for others': tests/test_panda_client_api.py) ---------------
+    ("api:panda-is-alive", "GET", "/api/v1/system/is_alive", None, "200 " * 5 + "200"),
+    ("api:panda-job-submit", "POST", "/api/v1/job/submit", {"jobs": "[]"}, "401" + " 400" * 5),
+    (
+        "api:panda-job-description",
+        "GET",
+        "/api/v1/job/get_description?job_ids={alice_job}",
+        None,
+        "401" + " 200" * 5,
+    ),
+    ("api:panda-job-kill", "POST", "/api/v1/job/kill", {"job_ids": []}, "401" + " 200" * 5),
     # --- API: jobs -------------------------------------------------------------------------
     ("api:job-list", "GET", "/api/v1/jobs/", None, A),
     ("api:job-export", "GET", "/api/v1/jobs/export/", None, A),

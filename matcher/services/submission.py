@@ -45,8 +45,8 @@ def submit_jobs(
     transaction once the jobs exist (an app above stores what goes with them: an exception
     rolls everything back; it may run again with the retry).
 
-    Each spec has owner_group (a GridGroup), setup, cpu_time, user_priority, optional name and
-    jdl, and the multi-valued requirement lists.
+    Each spec has owner_group (a GridGroup), setup, cpu_time, user_priority, optional name,
+    jdl and current_priority, and the multi-valued requirement lists.
     """
 
     specs = [routed_to_real_pilots(spec) for spec in specs]
@@ -55,7 +55,15 @@ def submit_jobs(
         now = clock.now()
         segments = gdpconfig.get("CPUSegments")
         jobs = [
-            _job(owner, spec, ACTIVATED, now, jdl=spec.get("jdl", ""), status_reason=WAITING)
+            _job(
+                owner,
+                spec,
+                ACTIVATED,
+                now,
+                jdl=spec.get("jdl", ""),
+                status_reason=WAITING,
+                current_priority=spec.get("current_priority", 0),  # PanDA's, as a client set it
+            )
             for spec in specs
         ]
         with transaction.atomic():
