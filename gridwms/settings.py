@@ -356,7 +356,8 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["web.core.filters.StrictFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "web.core.pagination.DefaultCursorPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Summaries, error bodies and integer ids for every operation (api/core/schema.py).
+    "DEFAULT_SCHEMA_CLASS": "api.core.schema.AutoSchema",
     "EXCEPTION_HANDLER": "api.core.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # Per-user API rate, gdpconfig ApiUserRatePerMinute, counted in the database so that it
@@ -364,13 +365,18 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["api.core.throttling.ApiUserRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
-    # Anonymous visitors see the login page only (docs/developer-guide.md, Who sees what), not
-    # even the API's description.
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The API's description is public (its viewers too): a client generated from it fetches it
+    # before it has a token. It names operations and fields, never any data.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
     "TITLE": "gridwms API",
     "DESCRIPTION": (
         "Grid workload management: jobs, TaskQueues, sites, shares and live parameters. "
-        "Authenticate with a session or with `Authorization: Token <key>`."
+        "Authenticate with `Authorization: Token <key>` (the key from POST "
+        "/api/v1/auth/token/), `Authorization: Bearer <key or signed token>`, or a signed-in "
+        "session. An error answers a JSON body: `Error` (`detail`), or for a 400 "
+        "`ValidationError` (each bad field with its messages). Lists are paged by cursor: "
+        "follow `next`; `count=true` adds the total."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,

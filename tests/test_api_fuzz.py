@@ -92,15 +92,12 @@ def in_process_requests():
         signals.request_finished.connect(close_old_connections)
 
 
-def test_the_openapi_schema_is_a_valid_document_naming_every_router_route(
-    client, django_user_model
-):
+def test_the_openapi_schema_is_a_valid_document_naming_every_router_route(client):
     from drf_spectacular.validation import validate_schema
 
     from api.urls import routes
 
-    assert client.get("/api/schema/").status_code in (401, 403)  # signed-in clients only
-    client.force_login(django_user_model.objects.create_user("reader", password="x"))
+    # Anonymous: a generated client reads the schema before it has a token.
     response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
     document = json.loads(response.content)

@@ -27,6 +27,10 @@ class AccountingSerializer(serializers.Serializer):
 
 class AccountingViewSet(viewsets.ViewSet):
     @extend_schema(
+        summary="What the grid delivered",
+        description="Per hour over the last `hours`, and per `group_by` (group, user, site or "
+        "CE): the jobs running on average, those finished and failed, and the CPU and wall "
+        "hours their payloads reported.",
         parameters=[
             OpenApiParameter("hours", int, enum=list(report.WINDOWS), description="the window"),
             OpenApiParameter("group_by", str, enum=list(report.GROUPINGS)),

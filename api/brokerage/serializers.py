@@ -380,7 +380,9 @@ class TaskListSerializer(serializers.ListSerializer):
 class TaskSerializer(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
     owner_group = serializers.CharField(source="owner_group.name", read_only=True)
-    nucleus = serializers.CharField(source="nucleus.name", read_only=True, default=None)
+    nucleus = serializers.CharField(
+        source="nucleus.name", read_only=True, default=None, allow_null=True
+    )
     inputs = serializers.SerializerMethodField()
     job_counts = serializers.SerializerMethodField(
         help_text="its jobs by state, retried attempts included (as /api/v1/jobs/?task=id)"

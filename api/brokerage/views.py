@@ -76,6 +76,7 @@ class TaskViewSet(
         return s.TaskSubmitSerializer if self.action == "create" else s.TaskSerializer
 
     @extend_schema(
+        summary="Submit a task",
         request={"application/json": s.TaskSubmitSerializer, "multipart/form-data": task_form},
         responses={
             201: s.TaskSerializer,
@@ -126,6 +127,7 @@ class TaskViewSet(
         return Response(s.TaskSerializer(self.get_queryset().get(pk=task.pk)).data)
 
     @extend_schema(
+        summary="Kill a task",
         request=None,
         responses={200: s.TaskSerializer, 409: OpenApiResponse(description="has ended")},
     )
@@ -135,6 +137,7 @@ class TaskViewSet(
         return self._act(request, kill_task)
 
     @extend_schema(
+        summary="Retry an ended task's failed jobs",
         request=None,
         responses={
             200: s.TaskSerializer,
@@ -147,7 +150,9 @@ class TaskViewSet(
         attempt each, the same payload) and send the task back to brokerage."""
         return self._act(request, retry_task)
 
-    @extend_schema(responses=s.TaskOutputSerializer(many=True))
+    @extend_schema(
+        summary="List a task's output files", responses=s.TaskOutputSerializer(many=True)
+    )
     @action(detail=True, methods=["get"], pagination_class=None)
     def outputs(self, request, pk=None):
         """The output files (stdout, stderr, the output sandbox's) of the task's current jobs,
@@ -155,8 +160,10 @@ class TaskViewSet(
         task = self.get_object()
         return Response(s.TaskOutputSerializer(task_outputs(task.pk), many=True).data)
 
-    @extend_schema(responses=s.BrokerageRunSerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @extend_schema(
+        summary="A task's brokerage decisions", responses=s.BrokerageRunSerializer(many=True)
+    )
+    @action(detail=True, methods=["get"], pagination_class=None)
     def brokerage(self, request, pk=None):
         """The task's brokerage runs, newest first: every candidate and why."""
         task = self.get_object()
@@ -178,18 +185,27 @@ class BrokerageRunViewSet(ExportMixin, viewsets.ReadOnlyModelViewSet):
 
 
 class NucleusViewSet(viewsets.ModelViewSet):
+    """PanDA nuclei: where a task's outputs are aggregated. Everyone reads them; staff change
+    them."""
+
     queryset = Nucleus.objects.select_related("site")
     serializer_class = s.NucleusSerializer
     permission_classes = [StaffWriteOrReadOnly]
 
 
 class StorageViewSet(viewsets.ModelViewSet):
+    """Storage endpoints, each at a site (and of a nucleus, if any). Everyone reads them; staff
+    change them."""
+
     queryset = Storage.objects.select_related("site", "nucleus")
     serializer_class = s.StorageSerializer
     permission_classes = [StaffWriteOrReadOnly]
 
 
 class PandaQueueViewSet(viewsets.ModelViewSet):
+    """PanDA queues: where brokerage sends a task's jobs, each at a site. Everyone reads them;
+    staff change them."""
+
     queryset = PandaQueue.objects.select_related(
         "site", "nucleus", "input_storage", "output_storage"
     )
@@ -199,17 +215,25 @@ class PandaQueueViewSet(viewsets.ModelViewSet):
 
 
 class NetworkLinkViewSet(viewsets.ModelViewSet):
+    """Network metrics from a satellite site to a nucleus, as brokerage weighs them. Everyone
+    reads them; staff change them."""
+
     queryset = NetworkLink.objects.select_related("source", "nucleus")
     serializer_class = s.NetworkLinkSerializer
     permission_classes = [StaffWriteOrReadOnly]
 
 
 class DatasetViewSet(viewsets.ReadOnlyModelViewSet):
+    """Datasets, with their replicas' storages: what tasks read."""
+
     queryset = Dataset.objects.prefetch_related("replicas__storage")
     serializer_class = s.DatasetSerializer
 
 
 class GlobalShareViewSet(viewsets.ModelViewSet):
+    """PanDA's global shares, each with its target fraction of the running cores. Everyone reads
+    them; staff change them."""
+
     queryset = GlobalShare.objects.all()
     serializer_class = s.GlobalShareSerializer
     permission_classes = [StaffWriteOrReadOnly]

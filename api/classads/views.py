@@ -43,6 +43,7 @@ class SiteAdViewSet(
     lookup_value_regex = r"\d+"
 
     @extend_schema(
+        summary="Advertise a site ad",
         request=s.AdvertiseSerializer,
         responses={
             201: s.AdvertisedSerializer,
@@ -98,6 +99,7 @@ class JobAdViewSet(
         return s.JobAdSerializer
 
     @extend_schema(
+        summary="Submit a job ad",
         request=s.JobAdSubmitSerializer,
         responses={201: s.JobAdDetailSerializer, 400: OpenApiResponse(description="bad ad")},
     )
@@ -108,8 +110,11 @@ class JobAdViewSet(
         job_ad = self.get_queryset().prefetch_related("node_jobs").get(pk=job_ad.pk)
         return Response(s.JobAdDetailSerializer(job_ad).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=s.SiteAnalysisSerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @extend_schema(
+        summary="Match a job ad against every site ad",
+        responses=s.SiteAnalysisSerializer(many=True),
+    )
+    @action(detail=True, methods=["get"], pagination_class=None)
     def analysis(self, request, pk=None):
         """Against every site ad: does it match, which clause of the job's or the site's
         Requirements fails, and the Rank the job would give it."""
@@ -130,13 +135,21 @@ class JobAdViewSet(
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(s.JobAdDetailSerializer(self.get_queryset().get(pk=job_ad.pk)).data)
 
-    @extend_schema(request=None, responses={200: s.JobAdDetailSerializer, 409: OpenApiResponse()})
+    @extend_schema(
+        summary="Release a held job ad",
+        request=None,
+        responses={200: s.JobAdDetailSerializer, 409: OpenApiResponse()},
+    )
     @action(detail=True, methods=["post"])
     def release(self, request, pk=None):
         """condor_release: a held ad waits for the negotiator again."""
         return self._act(request, pk, services.release)
 
-    @extend_schema(request=None, responses={200: s.JobAdDetailSerializer, 409: OpenApiResponse()})
+    @extend_schema(
+        summary="Remove a job ad",
+        request=None,
+        responses={200: s.JobAdDetailSerializer, 409: OpenApiResponse()},
+    )
     @action(detail=True, methods=["post"])
     def remove(self, request, pk=None):
         """condor_rm: removes the ad; a matched ad's node jobs are killed."""

@@ -33,7 +33,7 @@ class ParameterChangeSerializer(RejectUnknownFieldsMixin, serializers.Serializer
 
 
 class ParameterVersionSerializer(serializers.ModelSerializer):
-    changed_by = serializers.CharField(source="changed_by.username", default=None)
+    changed_by = serializers.CharField(source="changed_by.username", default=None, allow_null=True)
 
     class Meta:
         model = ParameterValue
@@ -58,7 +58,7 @@ def _versions() -> dict[str, int]:
 
 
 class ParameterViewSet(StrictQueryMixin, viewsets.ViewSet):
-    """gdpconfig: live parameters, typed and versioned. Staff change them; everyone reads."""
+    """Live parameters (gdpconfig), typed and versioned. Staff change them; everyone reads."""
 
     permission_classes = [StaffWriteOrReadOnly]
     lookup_field = "name"
@@ -70,7 +70,7 @@ class ParameterViewSet(StrictQueryMixin, viewsets.ViewSet):
         except gdpconfig.ConfigError:
             raise Http404(f"no parameter {name}") from None
 
-    @extend_schema(responses=ParameterSerializer(many=True))
+    @extend_schema(summary="List live parameters", responses=ParameterSerializer(many=True))
     def list(self, request):
         versions = _versions()
         rows = [
@@ -85,11 +85,14 @@ class ParameterViewSet(StrictQueryMixin, viewsets.ViewSet):
         ]
         return Response(ParameterSerializer(rows, many=True).data)
 
-    @extend_schema(responses=ParameterSerializer)
+    @extend_schema(summary="Read a live parameter", responses=ParameterSerializer)
     def retrieve(self, request, name=None):
         return Response(ParameterSerializer(_describe(self._param(name), _versions())).data)
 
     @extend_schema(
+        summary="Change a live parameter",
+        description="A new value, with a comment: it takes effect in every process within "
+        "seconds, and is kept in the parameter's history. Staff only.",
         request=ParameterChangeSerializer,
         responses={200: ParameterSerializer, 400: OpenApiResponse(description="invalid value")},
     )
@@ -105,7 +108,11 @@ class ParameterViewSet(StrictQueryMixin, viewsets.ViewSet):
             raise serializers.ValidationError({"value": [str(exc)]}) from None  # names it
         return Response(ParameterSerializer(_describe(p, _versions())).data)
 
-    @extend_schema(responses=ParameterVersionSerializer(many=True))
+    @extend_schema(
+        summary="A live parameter's history",
+        description="Every value the parameter had: who set it, when, and why.",
+        responses=ParameterVersionSerializer(many=True),
+    )
     @action(detail=True, methods=["get"])
     def history(self, request, name=None):
         p = self._param(name)
@@ -132,6 +139,9 @@ class CycleRunSerializer(serializers.ModelSerializer):
 
 
 class CycleRunViewSet(ExportMixin, viewsets.ReadOnlyModelViewSet):
+    """Runs of the background cycles: when each started and finished, what it counted, and
+    why it failed if it did."""
+
     queryset = CycleRun.objects.all()
     serializer_class = CycleRunSerializer
     filterset_class = CycleRunFilterSet
@@ -149,13 +159,14 @@ class TokenSerializer(serializers.Serializer):
 
 class ObtainTokenView(APIView):
     """A user's API token for a user name and password. Failed logins are counted by user name
-    and by address (core/throttling.py): past the limits, 429 with Retry-After."""
+    and by address: past the limits, 429 with Retry-After."""
 
     authentication_classes = []
     permission_classes = [AllowAny]
     throttle_classes = []  # the failed-login throttle counts here, per account and address
 
     @extend_schema(
+        summary="Obtain an API token",
         request=TokenRequestSerializer,
         responses={
             200: TokenSerializer,

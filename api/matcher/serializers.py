@@ -1,3 +1,4 @@
+from django.db.models import OuterRef, Subquery
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.settings import api_settings
@@ -13,6 +14,7 @@ from api.core.fields import (
 from api.matcher.payload import PayloadFieldsMixin
 from api.matcher.resources import FileSizeSerializer
 from core import clock, gdpconfig
+from matcher.lifecycle import FINAL_STATES, STARTED_STATES
 from matcher.models import (
     PAYLOAD_FIELDS,
     RESULT_FIELDS,
@@ -185,6 +187,18 @@ class JobStatusHistorySerializer(serializers.ModelSerializer):
         fields = ["at", "at_real", "from_status", "to_status", "reason"]
 
 
+def with_start_times(jobs):
+    """The jobs with `started`: when their pilot last started them (the latest move into a
+    started state from another), one indexed look-up in their history per job shown."""
+    entered = (
+        JobStatusHistory.objects.filter(job=OuterRef("pk"), to_status__in=STARTED_STATES)
+        .exclude(from_status__in=STARTED_STATES)
+        .order_by("-at", "-id")
+        .values("at")[:1]
+    )
+    return jobs.annotate(started=Subquery(entered))
+
+
 class JobSerializer(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
     owner_dn = serializers.CharField(source="owner.dn", read_only=True, allow_null=True)
@@ -195,6 +209,22 @@ class JobSerializer(serializers.ModelSerializer):
         allow_null=True,
         default=None,
         help_text="the task that generated the job (null: a job submitted on its own)",
+    )
+    pilot = serializers.IntegerField(
+        source="pilot_id",
+        read_only=True,
+        allow_null=True,
+        help_text="the id of the pilot that claimed it last (null: none yet)",
+    )
+    started = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        default=None,
+        help_text="when its pilot last started it (null: never started), on `clock`",
+    )
+    ended = serializers.SerializerMethodField(
+        help_text="when it ended: finished, failed, cancelled or closed (null: not ended), on "
+        "`clock`"
     )
     clock = serializers.SerializerMethodField(help_text=CLOCK_HELP)
     created_real = RealTimeField(source="created", help_text="`created` on the wall clock")
@@ -219,6 +249,11 @@ class JobSerializer(serializers.ModelSerializer):
             "task_queue",
             "task",
             "site",
+            "grid_ce",
+            "pilot",
+            "pilot_reference",
+            "started",
+            "ended",
             "reschedule_count",
             "created",
             "status_changed",
@@ -227,6 +262,12 @@ class JobSerializer(serializers.ModelSerializer):
             "status_changed_real",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_ended(self, job):
+        if job.status not in FINAL_STATES:
+            return None
+        return serializers.DateTimeField().to_representation(job.status_changed)
 
     @extend_schema_field(serializers.ChoiceField(choices=CLOCK_CHOICES))
     def get_clock(self, job) -> str:

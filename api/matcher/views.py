@@ -50,6 +50,8 @@ class JobViewSet(
 
     def get_queryset(self):
         qs = super().get_queryset()
+        if self.action in ("list", "retrieve", "kill", "reschedule"):
+            qs = s.with_start_times(qs)
         if self.action == "retrieve":
             qs = qs.prefetch_related("history")
         return qs
@@ -62,6 +64,7 @@ class JobViewSet(
         return s.JobSerializer
 
     @extend_schema(
+        summary="Submit jobs",
         request={
             "application/json": s.JobSubmitSerializer,
             "multipart/form-data": submission_form,
@@ -106,7 +109,11 @@ class JobViewSet(
         job = self.get_queryset().prefetch_related("history").get(pk=job.pk)
         return Response(s.JobDetailSerializer(job).data)
 
-    @extend_schema(request=s.BulkActionSerializer, responses=s.BulkOutcomeSerializer)
+    @extend_schema(
+        summary="Kill or reschedule many jobs",
+        request=s.BulkActionSerializer,
+        responses=s.BulkOutcomeSerializer,
+    )
     @action(detail=False, methods=["post"])
     def bulk(self, request):
         """Kill or reschedule many jobs in one transaction, each checked as one: those refused
@@ -120,12 +127,19 @@ class JobViewSet(
         refused = [{"id": pk, "reason": why} for pk, why in sorted(out.refused.items())]
         return Response(s.BulkOutcomeSerializer({"done": out.done, "refused": refused}).data)
 
-    @extend_schema(request=None, responses={200: s.JobDetailSerializer, 409: OpenApiResponse()})
+    @extend_schema(
+        summary="Kill a job",
+        description="Cancel a live job: it leaves its TaskQueue; a pilot running it is told to "
+        "stop at its next heartbeat. Its owner, the owner's JobSharing group or staff may (else "
+        "403); an ended job answers 409 naming why.",
+        request=None,
+        responses={200: s.JobDetailSerializer, 409: OpenApiResponse()},
+    )
     @action(detail=True, methods=["post"])
     def kill(self, request, pk=None):
         return self._act(request, pk, services.kill_job)
 
-    @extend_schema(responses=r.JobAnalysisSerializer)
+    @extend_schema(summary="Why a job is not running", responses=r.JobAnalysisSerializer)
     @action(detail=True, methods=["get"])
     def analysis(self, request, pk=None):
         """Why is this job not running? For a waiting job: every active CE, whether its pilots
@@ -133,13 +147,24 @@ class JobViewSet(
         job = get_object_or_404(self.get_queryset(), pk=pk)
         return Response(r.JobAnalysisSerializer(dispatcher.analyse_job(job)).data)
 
-    @extend_schema(request=None, responses={200: s.JobDetailSerializer, 409: OpenApiResponse()})
+    @extend_schema(
+        summary="Reschedule a job",
+        description="Send the job back to wait in its TaskQueue, with another attempt; a "
+        "pilot's claim on it is revoked. Its owner, the owner's JobSharing group or staff may "
+        "(else 403); a job whose state does not allow it, or rescheduled MaxRescheduling times "
+        "already, answers 409 naming why.",
+        request=None,
+        responses={200: s.JobDetailSerializer, 409: OpenApiResponse()},
+    )
     @action(detail=True, methods=["post"])
     def reschedule(self, request, pk=None):
         return self._act(request, pk, services.reschedule_job)
 
 
 class TaskQueueViewSet(VisibleToUserMixin, ExportMixin, viewsets.ReadOnlyModelViewSet):
+    """TaskQueues: waiting jobs with the same requirements, matched to pilots as one. You see
+    those of the jobs you may see."""
+
     queryset = TaskQueue.objects.all()
     filterset_class = TaskQueueFilterSet
     export_name = "taskqueues"
@@ -152,6 +177,7 @@ class TaskQueueViewSet(VisibleToUserMixin, ExportMixin, viewsets.ReadOnlyModelVi
         return s.TaskQueueDetailSerializer if self.action == "retrieve" else s.TaskQueueSerializer
 
     @extend_schema(
+        summary="The TaskQueues a pilot would match",
         request=r.ResourceDescriptionSerializer,
         responses={200: r.MatchingTaskQueueSerializer(many=True), 400: OpenApiResponse()},
     )
@@ -166,12 +192,17 @@ class TaskQueueViewSet(VisibleToUserMixin, ExportMixin, viewsets.ReadOnlyModelVi
 
 
 class SiteViewSet(viewsets.ModelViewSet):
+    """Grid sites. Everyone reads them; staff change them."""
+
     queryset = Site.objects.all()
     serializer_class = s.SiteSerializer
     permission_classes = [StaffWriteOrReadOnly]
 
 
 class ComputingElementViewSet(viewsets.ModelViewSet):
+    """Computing elements (CEs), each at a site, with what it offers its pilots. Everyone reads
+    them; staff change them."""
+
     queryset = ComputingElement.objects.select_related("site")
     serializer_class = s.ComputingElementSerializer
     permission_classes = [StaffWriteOrReadOnly]

@@ -1,10 +1,10 @@
 """GET /api/v1/monitoring/...: the four summaries as JSON, the same figures as their pages."""
 
-from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, viewsets
 from rest_framework.response import Response
 
+from api.core.schema import AutoSchema
 from api.monitoring import serializers as s
 from web.core.filters import StrictQueryMixin
 from web.monitoring import error_summary, held_back, job_summary, pilot_summary
@@ -24,7 +24,7 @@ class SummaryViewSet(viewsets.ViewSet):
 class JobSummaryViewSet(StrictQueryMixin, SummaryViewSet):
     """Jobs per site and state (DIRAC's JobSummary), with each site's efficiency."""
 
-    @extend_schema(responses=s.JobSummarySerializer)
+    @extend_schema(summary="Jobs per site and state", responses=s.JobSummarySerializer)
     def list(self, request):
         found = job_summary.summary(request.user)
 
@@ -55,7 +55,7 @@ class JobSummaryViewSet(StrictQueryMixin, SummaryViewSet):
 class HeldBackViewSet(StrictQueryMixin, SummaryViewSet):
     """Waiting jobs held back: by the first failing rule per site and CE, and by TaskQueue."""
 
-    @extend_schema(responses=s.HeldBackSerializer)
+    @extend_schema(summary="Waiting jobs held back, and why", responses=s.HeldBackSerializer)
     def list(self, request):
         return Response(s.HeldBackSerializer(held_back.summary(request.user)).data)
 
@@ -78,7 +78,7 @@ def _pilot_row(row: pilot_summary.Row) -> dict:
 class PilotSummaryViewSet(StrictQueryMixin, SummaryViewSet):
     """Pilots per site and CE and state, pilots per job, pilot job efficiency."""
 
-    @extend_schema(responses=s.PilotSummarySerializer)
+    @extend_schema(summary="Pilots per site, CE and state", responses=s.PilotSummarySerializer)
     def list(self, request):
         found = pilot_summary.summary(request.user)
         body = {
@@ -102,6 +102,7 @@ class ErrorSummaryViewSet(SummaryViewSet):
     user, per site and error category, and per time bucket."""
 
     @extend_schema(
+        summary="Failed jobs by error",
         parameters=[HOURS],
         responses={
             200: s.ErrorSummarySerializer,

@@ -30,9 +30,16 @@ class NotificationRequestViewSet(
             self.request.user, dict(serializer.validated_data)
         )
 
-    @extend_schema(methods=["GET"], responses=s.PreferenceSerializer, description="Your default.")
+    @extend_schema(
+        methods=["GET"],
+        summary="Read your notification defaults",
+        description="Your default, applied to each of your jobs outside a task and to each of "
+        "your tasks: e-mail on or off, a webhook URL, and which outcomes.",
+        responses=s.PreferenceSerializer,
+    )
     @extend_schema(
         methods=["PATCH"],
+        summary="Change your notification defaults",
         request=s.PreferenceSerializer,
         responses={200: s.PreferenceSerializer, 400: OpenApiResponse(description="bad input")},
     )
@@ -54,7 +61,7 @@ class NotificationRequestViewSet(
         pref = services.save_preference(request.user, dict(body.validated_data))
         return Response(s.PreferenceSerializer(pref).data, status=status.HTTP_200_OK)
 
-    @extend_schema(responses=s.NoticeSerializer(many=True))
+    @extend_schema(summary="List the notices sent to you", responses=s.NoticeSerializer(many=True))
     @action(detail=False, methods=["get"], serializer_class=s.NoticeSerializer, filter_backends=[])
     def sent(self, request):
         """The notices queued or sent to you, newest first, with their state."""

@@ -75,6 +75,7 @@ class PilotSandboxMixin:
     (/jobs/{id}/output/)."""
 
     @extend_schema(
+        summary="Download an input file (the job's pilot)",
         parameters=[
             OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH),
             OpenApiParameter("pilot_reference", OpenApiTypes.STR, required=True),
@@ -110,6 +111,7 @@ class PilotSandboxMixin:
         return response
 
     @extend_schema(
+        summary="Upload a job's outputs (its pilot)",
         request={"multipart/form-data": output_form},
         parameters=[
             OpenApiParameter(

@@ -214,7 +214,7 @@ class PilotViewSet(
     VisibleToUserMixin, ExportMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
 ):
     """Pilots: staff see all; others the pilots acting with their credential or for their DN.
-    Filtered, sorted and exported as the pilots page (web.pilots.filters.PilotFilterSet)."""
+    Filtered, sorted and exported as on the pilots page."""
 
     queryset = Pilot.objects.all()
     serializer_class = PilotSerializer
@@ -223,6 +223,7 @@ class PilotViewSet(
     lookup_value_regex = r"\d+"
 
     @extend_schema(
+        summary="Register a pilot",
         request=PilotRegisterSerializer,
         responses={
             200: PilotSerializer,
@@ -247,6 +248,7 @@ class PilotViewSet(
         return Response(PilotSerializer(pilot).data, status=answer)
 
     @extend_schema(
+        summary="Report a pilot's status",
         request=PilotReportSerializer,
         responses={200: PilotSerializer, 403: OpenApiResponse(), 409: OpenApiResponse()},
     )
@@ -266,6 +268,17 @@ class PilotViewSet(
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(PilotSerializer(pilot).data)
 
+    @extend_schema(
+        methods=["GET"],
+        summary="Read a pilot's log",
+        description="The pilot's own log: its last lines, oldest first.",
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Append to a pilot's log",
+        description="Lines of the pilot's own log, kept with the job each names (only the "
+        "pilot's own credential may, else 403).",
+    )
     @extend_schema(
         request=PilotLogReportSerializer,
         responses={
@@ -299,6 +312,7 @@ class JobReportsMixin:
     reports on the job (/jobs/{id}/status/, /jobs/{id}/heartbeat/)."""
 
     @extend_schema(
+        summary="Report a job's progress (its pilot)",
         request=JobReportSerializer,
         responses={200: OpenApiResponse(), 403: OpenApiResponse(), 409: OpenApiResponse()},
     )
@@ -335,6 +349,7 @@ class JobReportsMixin:
         return Response({"id": job.pk, "status": job.status})
 
     @extend_schema(
+        summary="A job's heartbeat (its pilot)",
         request=HeartbeatSerializer,
         responses={
             200: CommandsSerializer,
@@ -369,6 +384,7 @@ class MatchViewSet(viewsets.ViewSet):
     content_negotiation_class = JsonOnlyNegotiation
 
     @extend_schema(
+        summary="Ask for a job (a pilot)",
         request=r.ResourceDescriptionSerializer,
         responses={
             200: r.MatchedJobSerializer,

@@ -150,6 +150,7 @@ class JobSandboxMixin:
     # --- the user's side --------------------------------------------------------------------
 
     @extend_schema(
+        summary="List a job's output files",
         responses={200: SandboxOutputSerializer(many=True), 404: OpenApiResponse()},
         description="The job's output files (stdout, stderr, the output sandbox's files) once "
         "its pilot's final report arrived.",
@@ -169,7 +170,7 @@ class JobSandboxMixin:
             ]
         )
 
-    @extend_schema(parameters=[NAME], responses=FILE_RESPONSES)
+    @extend_schema(summary="Download an output file", parameters=[NAME], responses=FILE_RESPONSES)
     @action(
         detail=True,
         methods=["get"],
@@ -187,6 +188,7 @@ class JobSandboxMixin:
         return file_response(entry)
 
     @extend_schema(
+        summary="Read a job's stdout or stderr",
         parameters=[
             OpenApiParameter("stream", str, enum=["stdout", "stderr"], default="stdout"),
             OpenApiParameter("tail", int, description="the last N lines only"),

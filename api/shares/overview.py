@@ -130,7 +130,13 @@ class SharesSerializer(serializers.Serializer):
 
 
 class SharesViewSet(StrictQueryMixin, viewsets.ViewSet):
-    @extend_schema(responses=SharesSerializer)
+    @extend_schema(
+        summary="The fair shares",
+        description="Each group's JobShare against what it is due and what it achieves, with "
+        "the share corrector's correction and the reasons, and each of its users; the "
+        "corrector's settings.",
+        responses=SharesSerializer,
+    )
     def list(self, request):
         data = overview.overview()
         preview.memory(data["rows"])  # each row's remembered JobShare changes

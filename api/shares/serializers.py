@@ -56,7 +56,7 @@ class MeSerializer(serializers.ModelSerializer):
 
 
 class GroupChangeSerializer(serializers.ModelSerializer):
-    changed_by = serializers.CharField(source="changed_by.username", default=None)
+    changed_by = serializers.CharField(source="changed_by.username", default=None, allow_null=True)
     old = serializers.JSONField()
     new = serializers.JSONField()
 

@@ -32,8 +32,8 @@ class GridGroupViewSet(viewsets.ModelViewSet):
         except services.ShareError as exc:
             raise serializers.ValidationError({exc.field: [exc.message]}) from None
 
-    @extend_schema(responses=GroupChangeSerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @extend_schema(summary="A group's recorded changes", responses=GroupChangeSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None)
     def changes(self, request, pk=None):
         """The recorded changes of this group, newest first."""
         group = self.get_object()
@@ -45,7 +45,7 @@ class UserViewSet(StrictQueryMixin, viewsets.GenericViewSet):
     queryset = User.objects.none()
     serializer_class = MeSerializer
 
-    @extend_schema(responses=MeSerializer)
+    @extend_schema(summary="Who am I", responses=MeSerializer)
     @action(detail=False, methods=["get"])
     def me(self, request):
         """The authenticated identity: user name, DN and groups."""

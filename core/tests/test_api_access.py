@@ -1,10 +1,8 @@
 """How clients find and enter the API: its root lists the API's own endpoints; an anonymous
-program is told how to authenticate (401 + WWW-Authenticate); an anonymous browser asking for
-the documentation is sent to the login page and back; the documentation loads nothing from
-another host."""
+program is told how to authenticate (401 + WWW-Authenticate); the documentation and the schema
+answer anyone, and load nothing from another host."""
 
 import re
-from urllib.parse import quote
 
 import pytest
 from django.test import Client
@@ -27,9 +25,7 @@ def test_the_api_root_lists_the_api_endpoints_not_the_pages(world, users):
     assert listed.status_code == 200 and "results" in listed.data
 
 
-@pytest.mark.parametrize(
-    "url", ["/api/v1/", "/api/v1/jobs/", "/api/v1/groups/", "/api/v1/config/", "/api/schema/"]
-)
+@pytest.mark.parametrize("url", ["/api/v1/", "/api/v1/jobs/", "/api/v1/groups/", "/api/v1/config/"])
 def test_an_anonymous_program_is_told_how_to_authenticate(db, url):
     r = APIClient().get(url)
     assert r.status_code == 401
@@ -44,14 +40,9 @@ def test_a_wrong_token_is_refused_with_401_too(db):
 
 
 @pytest.mark.parametrize("url", ["/api/docs/", "/api/redoc/", "/api/schema/"])
-def test_an_anonymous_browser_goes_to_the_login_page_and_comes_back(world, url):
-    browser = Client(HTTP_ACCEPT=BROWSER_ACCEPT)
-    r = browser.get(url)
-    assert r.status_code == 302 and r["Location"] == f"/login/?next={quote(url)}"
-    back = browser.post(
-        r["Location"], {"username": "alice", "password": "gridwms", "next": url}, follow=True
-    )
-    assert back.redirect_chain[-1][0] == url and back.status_code == 200
+def test_an_anonymous_browser_reads_the_documentation_without_signing_in(db, url):
+    r = Client(HTTP_ACCEPT=BROWSER_ACCEPT).get(url)
+    assert r.status_code == 200, (url, r.status_code)
 
 
 def test_redoc_loads_its_bundle_and_logo_locally(world, users):

@@ -21,7 +21,7 @@ from rest_framework import exceptions
 from rest_framework.settings import api_settings
 
 # Query parameters that paging and content negotiation read, not the filters.
-PAGING_PARAMETERS = frozenset({"page", "cursor", "page_size", "format"})
+PAGING_PARAMETERS = frozenset({"page", "cursor", "page_size", "count", "format"})
 
 
 class InstantFilter(django_filters.IsoDateTimeFilter):
