@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jwt
 import pytest
+from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 from django.urls import resolve
 from rest_framework.test import APIClient
@@ -273,7 +274,7 @@ def test_more_jobs_than_maxjobspersubmission_are_refused_naming_jobs(users):
 def _claims(user, lifetime: int) -> dict:
     now = int(time.time())
     return {
-        "iss": "gridwms",
+        "iss": django_settings.JWT_ISSUER,
         "aud": tokens.AUDIENCE,
         "sub": str(user.pk),
         "preferred_username": user.username,
@@ -379,3 +380,22 @@ def test_the_pinned_jobspec_attributes_are_the_installed_clients():
         check=True,
     )
     assert tuple(json.loads(out.stdout)) == ATTRIBUTES
+
+
+def test_a_computingsite_naming_a_panda_queue_sends_the_job_to_its_site(users, panda):
+    from brokerage.models import PandaQueue
+
+    queue = PandaQueue.objects.select_related("site").order_by("name").first()
+    assert queue.name != queue.site.name
+    [pk] = submitted_ids(submit(bearer(users["alice"]), echo_job(computingSite=queue.name)))
+    assert Job.objects.get(pk=pk).sites == [queue.site.name]
+
+
+def test_a_token_naming_one_of_the_users_groups_chooses_the_jobs_group(users, settings):
+    carol = users["carol"]
+    claims = {**_claims(carol, 600), "groups": ["lhcb_mc"]}
+    token = jwt.encode(claims, settings.JWT_SIGNING_KEY or settings.SECRET_KEY, "HS256")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    [pk] = submitted_ids(submit(client, echo_job()))
+    assert Job.objects.get(pk=pk).owner_group.name == "lhcb_mc"

@@ -337,9 +337,12 @@ def token_claims(request) -> dict:
     """The claims of the signed token the request authenticated with ({} for an API token's
     key): already verified by the authentication."""
     auth = request.auth
-    if isinstance(auth, str) and tokens.looks_like_jwt(auth):
+    if not (isinstance(auth, str) and tokens.looks_like_jwt(auth)):
+        return {}
+    try:
         return tokens.verify(auth)
-    return {}
+    except tokens.InvalidToken:  # expired since it was checked, a moment ago: its user stands
+        return {}
 
 
 def submission_limit() -> int:
