@@ -606,6 +606,14 @@ ROWS = [
     ),
     ("api:cyclerun-export", "GET", "/api/v1/cycles/export/", None, A),
     ("api:cyclerun-detail", "GET", "/api/v1/cycles/{cycle_run}/", None, A),
+    # --- DiracX's API (api/diracx/): discovery answers anyone, the rest every signed-in user
+    # about the jobs it may see (tests/test_diracx_*.py); asked here without a body ---------
+    ("diracx-openid-configuration", "GET", "/.well-known/openid-configuration", None, "200 " * 6),
+    ("diracx-userinfo", "GET", "/api/auth/userinfo", None, "401" + " 200" * 5),
+    ("diracx-search", "POST", "/api/jobs/search", None, "401" + " 200" * 5),
+    ("diracx-summary", "POST", "/api/jobs/summary", None, "401" + " 400" * 5),
+    ("diracx-submit-jdl", "POST", "/api/jobs/jdl", None, "401" + " 400" * 5),
+    ("diracx-status", "PATCH", "/api/jobs/status", None, "401" + " 400" * 5),
     # --- pages outside the login wall --------------------------------------------------------
     ("login", "GET", "/login/", None, "200 200 200 200 200 200"),
     ("logout", "POST", "/logout/", None, "D D D D D D"),  # signed out: the login page
