@@ -129,6 +129,7 @@ def test_the_jobs_pilot_reports_it_running_then_done_with_its_application_status
         ({"1": []}, "", "1: must be an object"),
         ({"1": {"yesterday": {"Status": "Killed"}}}, "", "1.yesterday: not an ISO 8601"),
         ({"1": {"2026-12-07T12:00:00": {"Status": "Killed"}}}, "", "1.2026-12-07T12:00:00: n"),
+        ({"1": {"2026-02-30T12:00:00Z": {"Status": "Killed"}}}, "", "1.2026-02-30T12:00:00Z: n"),
         ({"1": {NOW: {"Status": "killed"}}}, "", f"1.{NOW}.Status: 'killed' is not a DIRAC"),
         ({"1": {NOW: {"Status": 3}}}, "", f"1.{NOW}.Status: must be a string"),
         ({"1": {NOW: {"MinorStatus": "a\x00b"}}}, "", f"1.{NOW}.MinorStatus: must not hold a NUL"),

@@ -1,7 +1,10 @@
 """DiracX's job endpoints on gridwms (api/diracx/): JDL submission, search and summary, asked
 as DiracX's client asks (`Authorization: Bearer <API token key>`, JSON bodies)."""
 
+from datetime import datetime
+
 import pytest
+from django.conf import settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -220,6 +223,44 @@ def test_each_operator_filters_as_diracx_defines_it(users, submit, condition, ex
     assert {row["JobName"] for row in answer.json()} == expected
 
 
+def test_a_search_without_parameters_answers_every_dirac_column_gridwms_keeps(users, submit):
+    from api.diracx.search import COLUMNS
+
+    job = submit("alice")
+    [row] = _search(dirac(users["alice"])).json()
+    assert list(row) == list(COLUMNS)
+    assert (row["VO"], row["JobType"], row["JobGroup"]) == (settings.GRID_VO, "User", None)
+    assert (row["StartExecTime"], row["EndExecTime"], row["HeartBeatTime"]) == (None, None, None)
+    assert datetime.fromisoformat(row["SubmissionTime"]) == job.created
+
+
+@pytest.mark.parametrize(
+    ("operator", "value", "found"),
+    [
+        ("gt", "2000-01-01T00:00:00", True),  # without a zone: UTC
+        ("gt", "2000-01-01T00:00:00+02:00", True),
+        ("lt", "2000-01-01 00:00", False),
+    ],
+)
+def test_a_time_condition_compares_moments(users, submit, operator, value, found):
+    submit("alice")
+    condition = {"parameter": "LastUpdateTime", "operator": operator, "value": value}
+    answer = _search(dirac(users["alice"]), {"search": [condition]})
+    assert answer.status_code == 200, answer.content
+    assert bool(answer.json()) is found
+
+
+def test_a_killed_job_shows_as_killed_with_its_end_time(users, submit):
+    from matcher import services
+
+    job = submit("alice")
+    services.kill_job(job.pk, users["alice"])
+    condition = {"parameter": "Status", "operator": "eq", "value": "Killed"}
+    [row] = _search(dirac(users["alice"]), {"search": [condition]}).json()
+    assert row["JobID"] == job.pk
+    assert row["EndExecTime"] is not None
+
+
 def test_a_page_of_a_larger_result_is_a_206_with_its_content_range(users, submit):
     ids = sorted(submit("alice").pk for _ in range(3))
     alice = dirac(users["alice"])
@@ -259,6 +300,11 @@ def test_a_search_sorts_by_the_columns_named(users, submit):
         ({"search": [{"parameter": "JobName", "operator": "regex", "value": "("}]}, {}, "sear"),
         ({"search": ["JobID eq 1"]}, {}, "search[0]: must be an object"),
         ({"search": [{"parameter": "LastUpdateTime", "operator": "gt", "value": "x"}]}, {}, "s"),
+        (
+            {"search": [{"parameter": "SubmissionTime", "operator": "lt", "value": "2026-02-30"}]},
+            {},
+            "search[0].value: not an ISO 8601",
+        ),
         ({"sort": [{"parameter": "JobID", "direction": "up"}]}, {}, "sort[0].direction"),
         ({"distinct": "yes"}, {}, "distinct: must be true or false"),
         ({}, {"page": "0"}, "page: must be a positive integer"),
@@ -308,6 +354,15 @@ def test_a_summary_counts_the_visible_jobs_per_grouping_value(users, submit):
     )
     assert answer.status_code == 200, answer.content
     assert answer.json() == [{"Owner": "alice", "Status": "Waiting", "count": 2}]
+
+
+def test_a_summary_groups_by_columns_gridwms_does_not_keep_as_one_value(users, submit):
+    submit("alice")
+    submit("alice")
+    body = {"grouping": ["VO", "JobGroup", "Site"]}
+    answer = dirac(users["alice"]).post("/api/jobs/summary", body, format="json")
+    assert answer.status_code == 200, answer.content
+    assert answer.json() == [{"VO": settings.GRID_VO, "JobGroup": None, "Site": "ANY", "count": 2}]
 
 
 def test_a_summary_filters_by_its_search_first(users, submit):

@@ -3,6 +3,9 @@ FastAPI's HTTPException gives DiracX's own server, with the field named first.""
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from django.utils.dateparse import parse_datetime
 from rest_framework import status
 from rest_framework.response import Response
 
@@ -30,3 +33,14 @@ def text(value, field: str, max_length: int | None = None) -> str:
     if max_length is not None and len(value) > max_length:
         raise DiracxError(field, f"{len(value)} characters; at most {max_length}")
     return value
+
+
+def moment(value, field: str) -> datetime:
+    """An ISO 8601 date and time of the body (a date past its month's end is not one)."""
+    try:
+        parsed = parse_datetime(text(value, field, 64))
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise DiracxError(field, "not an ISO 8601 date and time")
+    return parsed

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC
 
 from django.conf import settings
 from django.db import DataError, transaction
@@ -32,9 +33,8 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Cast
-from django.utils.dateparse import parse_datetime
 
-from api.diracx.errors import DiracxError, text
+from api.diracx.errors import DiracxError, moment, text
 from matcher import lifecycle, vocabularies
 from matcher.models import Job, JobStatusHistory
 
@@ -161,10 +161,9 @@ def _value(col: Column, value, field: str):
             raise DiracxError(field, f"{col.name} takes an integer")
         return value
     if col.kind == "time":
-        moment = parse_datetime(text(value, field, 64)) if isinstance(value, str) else None
-        if moment is None:
-            raise DiracxError(field, f"{col.name} takes an ISO 8601 date and time")
-        return moment
+        when = moment(value, field)
+        # A time without its zone is UTC, as DiracX's database keeps them.
+        return when if when.tzinfo else when.replace(tzinfo=UTC)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
     return text(value, field, 1024)

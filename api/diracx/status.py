@@ -19,9 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from django.utils.dateparse import parse_datetime
-
-from api.diracx.errors import DiracxError, text
+from api.diracx.errors import DiracxError, moment, text
 from core import gdpconfig
 from matcher import services, vocabularies
 from matcher.models import Job
@@ -78,12 +76,10 @@ def read(body, force) -> dict[int, Update]:
         moments = []
         for when, value in timed.items():
             where = f"{key}.{text(when, key, 64)}"
-            moment = parse_datetime(when)
-            if moment is None:
-                raise DiracxError(where, "not an ISO 8601 date and time")
-            if moment.tzinfo is None:
+            at = moment(when, where)
+            if at.tzinfo is None:
                 raise DiracxError(where, "not timezone aware")
-            moments.append((moment, _update(value, where)))
+            moments.append((at, _update(value, where)))
         folded = Update()
         for _moment, fields in sorted(moments, key=lambda m: m[0]):
             folded.status = fields.get("Status", folded.status)
