@@ -5,6 +5,7 @@
 #   .clients/diracx/bin/dirac          DiracX's command line (diracx-cli)
 #   .clients/panda-client/bin/python   PanDA's client library (pandaclient)
 #   .clients/panda-pilot/pilot.py      PanDA's pilot, from its sdist (the wheel has no launcher)
+#   .clients/openapi-client/bin/openapi-python-client   generates a client from /api/schema/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-python3}
@@ -24,6 +25,8 @@ venv() { # venv NAME REQUIREMENT: a virtualenv with one requirement, rebuilt if 
 
 venv diracx "$DIRACX_CLI"
 venv panda-client "$PANDA_CLIENT"
+# A client generated from gridwms's own OpenAPI schema (tests/test_openapi_client.py).
+venv openapi-client "openapi-python-client==0.29.1"
 
 dir=.clients/panda-pilot
 if [ "$(cat "$dir/.installed" 2>/dev/null)" != "$PANDA_PILOT" ]; then

@@ -21,10 +21,16 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from tests._matrix_world import build_demo, populate, shared_state
 
 EXAMPLES = 20  # per operation: valid and invalid inputs, random and existing objects
+# No 5xx; every status answered is documented, and every body fits its documented schema.
+CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]
 FUZZ_SETTINGS = settings(
     max_examples=EXAMPLES,
     derandomize=True,
@@ -160,7 +166,7 @@ def test_no_generated_request_gets_a_server_error(fuzz_world, db, method, path):
     @FUZZ_SETTINGS
     @given(case=strategy)
     def fuzz(case):
-        case.call_and_validate(headers=headers, checks=[not_a_server_error])
+        case.call_and_validate(headers=headers, checks=CHECKS)
 
     with in_process_requests():
         fuzz()

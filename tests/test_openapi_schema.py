@@ -72,6 +72,30 @@ def test_every_operation_has_a_summary_and_a_description_written_for_api_users(d
     assert not internal, internal
 
 
+def _descriptions(node, where=""):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("description", "summary") and isinstance(value, str):
+                yield where, value
+            else:
+                yield from _descriptions(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _descriptions(value, f"{where}/{i}")
+
+
+def test_no_text_in_the_schema_is_a_note_for_developers(db):
+    """Components, fields and parameters too: a serializer's inherited docstring or a help
+    text naming a module is not for the API's users."""
+    found = [
+        (where, pattern.search(text).group(0))
+        for where, text in _descriptions(_served())
+        for pattern in INTERNAL
+        if pattern.search(text)
+    ]
+    assert not found, found
+
+
 def test_every_error_an_operation_answers_is_documented_with_its_body(db):
     document = _served()
     error = document["components"]["schemas"]["Error"]

@@ -17,7 +17,13 @@ from types import SimpleNamespace
 from django.db import models
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema as _AutoSchema
-from drf_spectacular.plumbing import ResolvedComponent, get_view_model
+from drf_spectacular.plumbing import (
+    ResolvedComponent,
+    get_override,
+    get_view_model,
+    is_list_serializer,
+)
+from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import SAFE_METHODS, AllowAny
 
 ERROR = ResolvedComponent(
@@ -54,6 +60,7 @@ ERROR_DESCRIPTIONS = {
     405: "The method is not allowed here.",
     409: "The object's state does not allow this now.",
     413: "The request body is too large.",
+    415: "The request body's content type is not one this operation reads.",
     429: "Too many requests: retry after the `Retry-After` header's seconds.",
     503: "The service cannot answer now: retry after the `Retry-After` header's seconds.",
 }
@@ -120,6 +127,28 @@ class AutoSchema(_AutoSchema):
         parts = [_own_doc(type(self.view)), " ".join(t for t in sentences if t)]
         return "\n\n".join(p for p in parts if p)
 
+    def _is_list_view(self, serializer=None) -> bool:
+        """A plain ViewSet's `list` answers what its response names: one object (a summary, a
+        report) unless that is a list."""
+        if isinstance(self.view, GenericAPIView) or getattr(self.view, "action", None) != "list":
+            return super()._is_list_view(serializer)
+        if serializer is None:
+            serializer = self.get_response_serializers()
+        if isinstance(serializer, dict) and serializer:
+            serializer = {str(code): s for code, s in serializer.items()}
+            serializer = serializer[min(serializer)]
+        return is_list_serializer(serializer)
+
+    def _map_basic_serializer(self, serializer, direction):
+        """A component's description is its serializer's own docstring, if any: what one
+        inherits from a mixin tells developers how the mixin works."""
+        schema = super()._map_basic_serializer(serializer, direction)
+        description = get_override(serializer, "description", _own_doc(type(serializer)))
+        schema.pop("description", None)
+        if description:
+            schema["description"] = description
+        return schema
+
     def _permission_classes(self) -> list[type]:
         return [type(p) for p in self.view.get_permissions()]
 
@@ -176,8 +205,13 @@ class AutoSchema(_AutoSchema):
         reads_query = any(p["in"] == "query" for p in operation.get("parameters", ()))
         if "requestBody" in operation or reads_query or _reads_query(self.view):
             codes.add(400)
-        if "{" in self.path:
+        if "requestBody" in operation:
+            codes.add(415)
+        # A `format` no renderer has answers 404, as the framework does.
+        if "{" in self.path or any(p["name"] == "format" for p in operation.get("parameters", ())):
             codes.add(404)
+        if self._action() == "destroy":
+            codes.add(409)  # still in use by other records
         if self.view.get_throttles():
             codes.add(429)
         return codes

@@ -1,4 +1,3 @@
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -51,7 +50,7 @@ class PreferenceSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
             raise serializers.ValidationError(NO_ADDRESS)
         return value
 
-    @extend_schema_field(OpenApiTypes.DATETIME)
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_modified(self, pref):
         return serializers.DateTimeField().to_representation(pref.modified) if pref.pk else None
 

@@ -288,7 +288,7 @@ class PilotViewSet(
             403: OpenApiResponse(),
         },
     )
-    @action(detail=True, methods=["get", "post"])
+    @action(detail=True, methods=["get", "post"], pagination_class=None)
     def log(self, request, pk=None):
         """The pilot's own log: GET its last lines, oldest first; POST appends lines (only
         the pilot's own credential)."""

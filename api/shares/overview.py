@@ -74,9 +74,8 @@ class WhySerializer(serializers.Serializer):
     reason = ReasonSerializer(
         allow_null=True,
         help_text="the main reason it is off its expected share (more than 2 points, or more "
-        "than half of a small share, or nothing running while work a CE can serve waits: "
-        "shares.explanations.is_off); null when it is not (or when nothing ran or nothing of "
-        "it waits)",
+        "than half of a small share, or nothing running while work a CE can serve waits); "
+        "null when it is not (or when nothing ran or nothing of it waits)",
     )
 
 
