@@ -116,3 +116,12 @@ def test_a_parametric_jdl_submitted_by_the_cli_makes_one_job_per_parameter(dirac
     assert out.returncode == 0, out.stderr
     ids = [int(i) for i in out.stdout.strip().rsplit(" ", 1)[1].split(",")]
     assert [Job.objects.get(pk=i).arguments for i in ids] == [["hello", "a"], ["hello", "b"]]
+
+
+def test_the_cli_pages_through_a_larger_result(dirac, tmp_path):
+    text = HELLO + "Parameters = 12;\n"
+    assert _submit(dirac, "alice", text, tmp_path).returncode == 0
+    out = dirac("alice", "jobs", "search", "--parameter", "JobID", "--per-page", "5", "--page", "3")
+    assert out.returncode == 0, out.stderr
+    ids = sorted(Job.objects.values_list("pk", flat=True))
+    assert [row["JobID"] for row in json.loads(out.stdout)] == ids[10:]

@@ -261,6 +261,18 @@ def test_a_killed_job_shows_as_killed_with_its_end_time(users, submit):
     assert row["EndExecTime"] is not None
 
 
+def test_conditions_combine_with_and_even_on_one_column(users, submit):
+    ids = sorted(submit("alice").pk for _ in range(3))
+    search = [
+        {"parameter": "JobID", "operator": "like", "value": "%"},
+        {"parameter": "JobID", "operator": "not like", "value": str(ids[0])},
+        {"parameter": "JobID", "operator": "gt", "value": str(ids[0])},
+        {"parameter": "JobID", "operator": "neq", "value": ids[2]},
+    ]
+    answer = _search(dirac(users["alice"]), {"parameters": ["JobID"], "search": search})
+    assert answer.json() == [{"JobID": ids[1]}]
+
+
 def test_a_page_of_a_larger_result_is_a_206_with_its_content_range(users, submit):
     ids = sorted(submit("alice").pk for _ in range(3))
     alice = dirac(users["alice"])

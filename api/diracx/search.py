@@ -261,12 +261,12 @@ def _filtered(user, conditions: list) -> tuple:
         if isinstance(rule, Q):
             qs = qs.filter(rule)
             continue
-        name = _alias(col.name)
-        if rule["cast"]:
-            name = f"{name}_text"
-            qs = qs.annotate(**{name: Cast(col.expression(), TextField())})
-        elif name not in annotated:
-            qs = qs.annotate(**{name: col.expression()})
+        name = _alias(col.name) + ("_text" if rule["cast"] else "")
+        if name not in annotated:
+            expression = col.expression()
+            if rule["cast"]:  # a pattern matches a number's or a time's text
+                expression = Cast(expression, TextField())
+            qs = qs.annotate(**{name: expression})
             annotated.add(name)
         q = Q(**{f"{name}__{rule['lookup']}": rule["value"]})
         qs = qs.exclude(q) if rule["negate"] else qs.filter(q)
