@@ -1,5 +1,6 @@
 """The API fuzzed from its own OpenAPI schema (schemathesis): the schema is a valid OpenAPI
-document, and no generated request to any operation — valid or not — gets a 5xx.
+document, and every generated request to any operation — valid or not — gets no 5xx, a status
+the operation documents, and a body that fits the schema documented for that status.
 
 Bounded so that the file stays quick: a few derandomised examples per operation and
 generation mode, no shrinking, no example database. Requests go straight into the WSGI
@@ -61,8 +62,8 @@ def _operations() -> list[tuple[str, str]]:
 def _schema():
     from gridwms.wsgi import application
 
-    # The schema itself is served to signed-in clients only: load the document the endpoint
-    # serves straight from its generator, and call the application in process.
+    # The document the endpoint serves, straight from its generator; the application is
+    # called in process.
     schema = schemathesis.openapi.from_dict(json.loads(json.dumps(_document(), default=str)))
     schema.app = application
     return schema

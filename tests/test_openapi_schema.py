@@ -106,8 +106,10 @@ def test_every_error_an_operation_answers_is_documented_with_its_body(db):
         for code, response in responses.items():
             if code.isdigit() and int(code) >= 400:
                 schema = response["content"]["application/json"]["schema"]
-                expected = "ValidationError" if code == "400" else "Error"
-                assert schema == {"$ref": f"#/components/schemas/{expected}"}, (name, code)
+                expected = {
+                    "$ref": "#/components/schemas/" + ("Error", "ValidationError")[code == "400"]
+                }
+                assert schema == expected, (name, code)
         if operation.get("security") and {} not in operation["security"]:
             assert "401" in responses, name
         if "{" in path:
@@ -272,3 +274,16 @@ def test_a_cursor_that_is_not_one_is_a_400_naming_the_cursor(world, users, api, 
     response = api(users["alice"]).get(url, {"cursor": "not-a-cursor"})
     assert response.status_code == 400, (response.status_code, response.data)
     assert list(response.data) == ["cursor"]
+
+
+def test_one_job_or_a_list_is_submitted_and_refused_in_the_documented_forms(world, users, api):
+    operation = _served()["paths"]["/api/v1/jobs/"]["post"]
+    created = operation["responses"]["201"]["content"]["application/json"]["schema"]
+    assert created == {"$ref": "#/components/schemas/JobsCreated"}
+    assert len(_served()["components"]["schemas"]["JobsCreated"]["oneOf"]) == 2
+    alice = api(users["alice"])
+    refused = alice.post("/api/v1/jobs/", [{"cpu_time": 100}, {"cpu_time": "soon"}], format="json")
+    assert refused.status_code == 400
+    assert list(json.loads(refused.content)) == ["1"]  # an object naming the bad job's place
+    stored = alice.post("/api/v1/jobs/", [{"cpu_time": 100}, {"cpu_time": 200}], format="json")
+    assert stored.status_code == 201 and len(stored.data) == 2

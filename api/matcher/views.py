@@ -1,6 +1,6 @@
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -22,6 +22,20 @@ from matcher.models import ComputingElement, Job, Site, TaskQueue
 from shares.ownership import may_act_on
 from web.matcher import selectors
 from web.matcher.filters import JobFilterSet, TaskQueueFilterSet
+
+# One job (an object) or several (a list): the answer has the same form.
+ONE_OR_MORE_JOBS = PolymorphicProxySerializer(
+    component_name="JobSubmission",
+    serializers=[s.JobSubmitSerializer, s.JobSubmitSerializer(many=True)],
+    resource_type_field_name=None,
+    many=False,
+)
+ONE_OR_MORE_CREATED = PolymorphicProxySerializer(
+    component_name="JobsCreated",
+    serializers=[s.JobCreatedSerializer, s.JobCreatedSerializer(many=True)],
+    resource_type_field_name=None,
+    many=False,
+)
 
 
 class JobViewSet(
@@ -66,13 +80,16 @@ class JobViewSet(
     @extend_schema(
         summary="Submit jobs",
         request={
-            "application/json": s.JobSubmitSerializer,
+            "application/json": ONE_OR_MORE_JOBS,
             "multipart/form-data": submission_form,
             "text/plain": OpenApiTypes.STR,
         },
         responses={
-            201: s.JobCreatedSerializer,
-            400: OpenApiResponse(description="bad job: the body names each bad field"),
+            201: ONE_OR_MORE_CREATED,
+            400: OpenApiResponse(
+                description="bad job: the body names each bad field (for a list, by position: "
+                '`{"1": {"cpu_time": [...]}}`)'
+            ),
             413: OpenApiResponse(description="input_sandbox over MaxInputSandboxBytes"),
         },
         description="Submit one job (an object) or several (a list, stored all or nothing); or "
