@@ -31,6 +31,8 @@ urlpatterns = [
     # First: the pilots' requests resolve fast. Namespaced: the API root lists the API's own
     # routes, not the pages of the same names.
     path("api/v1/", include(("api.urls", "api"), namespace="api")),
+    # PanDA's pilot, at panda-server's paths (/server/panda/..., /cache/...).
+    path("", include("api.panda_pilot.urls")),
     path("admin/", admin.site.urls),
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

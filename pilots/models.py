@@ -167,3 +167,29 @@ class DirectorDecision(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.cycle_run} TQ {self.task_queue_id}: {self.submitted}"
+
+
+class PandaLogReport(models.Model):
+    """The log file PanDA's pilot declared in its final updateJob (its `xml`: name, size,
+    adler32), and what its launcher found when it ingested the tarball the pilot left in its
+    output directory (pilots.panda_pilots): stored only when both agree."""
+
+    job = models.ForeignKey(
+        "matcher.Job", on_delete=models.CASCADE, related_name="panda_log_reports"
+    )
+    pilot = models.ForeignKey(
+        Pilot, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    name = models.CharField(max_length=255)
+    guid = models.CharField(max_length=64, blank=True)
+    size = models.BigIntegerField()
+    adler32 = models.CharField(max_length=8)
+    reported = models.DateTimeField()
+    # Set by the launcher: "stored", or why the tarball was not kept.
+    outcome = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}: {self.name} ({self.size} B, adler32 {self.adler32})"
