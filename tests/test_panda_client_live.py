@@ -144,3 +144,56 @@ def test_the_real_client_reads_the_token_from_its_token_file_too(live_server, us
     del env["PANDA_AUTH_ID_TOKEN"]
     assert run_client(SCRIPT, env)["killed"] == [True]
     assert Job.objects.filter(owner=users["alice"], status="cancelled").count() == 1
+
+
+FINISHED_SCRIPT = r"""
+import json, sys
+from pandaclient import Client
+from pandaclient.JobSpec import JobSpec
+
+if sys.argv[1] == "submit":
+    spec = JobSpec()
+    spec.jobName = "hello"
+    spec.transformation = "/bin/sh"
+    spec.jobParameters = "-c 'echo hello from the PanDA client'"
+    spec.computingSite = sys.argv[2]
+    spec.prodSourceLabel = "user"
+    spec.maxCpuCount = 60
+    status, submitted = Client.submitJobs([spec])
+    print(json.dumps([status, submitted[0][0]]))
+else:
+    status, [job] = Client.getJobStatus([int(sys.argv[2])])
+    print(json.dumps([status, job.jobStatus, job.computingSite, job.transExitCode]))
+"""
+
+
+def test_a_job_the_real_client_submits_is_run_by_the_real_panda_pilot_and_shows_finished(
+    live_server, users, tmp_path
+):
+    from rest_framework.authtoken.models import Token
+
+    from brokerage.topology_import import import_topology
+    from core import gdpconfig
+    from pilots import panda_pilots
+    from simulation import panda_demo
+    from simulation.demo import local_worker_node
+
+    local_worker_node(live_server.url)
+    import_topology(panda_demo.local_topology())
+    gdpconfig.set_value("PrivatePilotFraction", 0.0)
+    pilot_token = Token.objects.get_or_create(user=users["pilot"])[0].key
+    queue = panda_demo.LOCAL_QUEUE
+    env = client_environment(live_server.url, panda_token("alice"), tmp_path)
+
+    def client(*args: str) -> list:
+        return run_client(f"import sys; sys.argv[1:] = {list(args)!r}\n{FINISHED_SCRIPT}", env)
+
+    status, panda_id = client("submit", queue)  # a PanDA queue: the job goes to its site
+    assert status == 0
+    assert Job.objects.get(pk=panda_id).sites == [panda_demo.LOCAL_SITE]
+    run = panda_pilots.run_pilot(
+        live_server.url, pilot_token, queue, heartbeat=10, timeout=110, lifetime=300
+    )
+    job = Job.objects.get(pk=panda_id)
+    assert job.status == "finished", (job.status, job.status_reason, run.output.read_text()[-3000:])
+    assert client("status", str(panda_id)) == [0, "finished", panda_demo.LOCAL_SITE, 0]
