@@ -113,6 +113,7 @@ SIMULATED_CLOCK = os.environ.get("GRIDWMS_SIMULATED_CLOCK", "") == "1"
 # pilot. The simulated CEs belong to the simulated grid.
 SUBMIT_POOL_BACKENDS = {
     "local": "pilots.submit_pools.LocalBackend",
+    "panda": "pilots.panda_pilots.PandaBackend",  # PanDA's own pilot (docs/operator-guide.md)
     "simulated": "simulation.simulated_ce.simulated_ces",
 }
 

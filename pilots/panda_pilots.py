@@ -25,7 +25,7 @@ from pathlib import Path
 
 from django.core.files import File
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import transaction
+from django.db import connection, transaction
 
 from brokerage.models import PandaQueue
 from core import clock, gdpconfig
@@ -109,6 +109,8 @@ def run_pilot(
             owner,
         )
         _set_status(pilot_id, PilotStatus.RUNNING, f"PanDA pilot started at {queue}")
+        if not connection.in_atomic_block:
+            connection.close()  # not held for the pilot's hours: opened again after
         code = launch.wait(process, timeout)
     except launch.LaunchError as exc:
         _append(output, f"gridwms: the PanDA pilot was not started: {exc}")
@@ -257,6 +259,8 @@ class PandaBackend(Backend):
         self.pending: list[tuple[list[str], str]] = []
 
     def submit(self, batch: PilotBatch, rng: random.Random) -> list[Submitted]:
+        if not (launch.PILOT_DIR / "pilot.py").exists():
+            return []  # PanDA's pilot is not installed here (scripts/install_clients.sh)
         queues = queues_of_ces([ce for _, ce in batch.ces])
         choices = [(site, ce) for site, ce in batch.ces if ce in queues]
         out = []

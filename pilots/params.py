@@ -6,7 +6,7 @@ from core.gdpconfig import BOOL, FLOAT, INT, JSON, STR, STR_LIST, Param, registe
 from core.gdpconfig_shapes import Obj, Text
 
 # --- the pilot director (docs/developer-guide.md, The TaskQueue director; DIRAC's defaults) ----
-POOL_BACKENDS = ("simulated", "local", "external")
+POOL_BACKENDS = ("simulated", "local", "panda", "external")
 # A pool name is stored in Pilot.submit_pool and DirectorDecision.submit_pool (64 characters).
 POOL_NAME = 64
 MAX_CPU_SECONDS = 31_536_000  # a year of CPU seconds, as a job's CPUTime (MAX_CPU_TIME)
@@ -121,9 +121,10 @@ _reg(
     "SubmitPoolBackends",
     JSON,
     {"gLite": "simulated", "DIRAC": "external", "SAM": "simulated", "Local": "local"},
-    "The backend of each submit pool: simulated (a simulated CE), local (a real pilot process) "
-    "or external (pilots started by hand or by another director: this one sends none; the "
-    "seed's TaskQueue director handles gLite and SAM only).",
+    "The backend of each submit pool: simulated (a simulated CE), local (a real pilot process), "
+    "panda (PanDA's own pilot, a real process at a CE's PanDA queue) or external (pilots "
+    "started by hand or by another director: this one sends none; the seed's TaskQueue "
+    "director handles gLite and SAM only).",
     shape=Obj(rest=Text(choices=POOL_BACKENDS), rest_key=Text(POOL_NAME, empty=False)),
 )
 _reg(

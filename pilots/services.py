@@ -42,6 +42,8 @@ from pilots.submit_pools import (
 from shares.models import GridGroup, User
 
 log = logging.getLogger(__name__)
+# The kinds of pools whose backends start real pilots here, on demand (director.on_demand).
+ON_DEMAND_KINDS = ("local", "panda")
 
 
 class PilotError(Exception):
@@ -64,7 +66,9 @@ def _settings(running_jobs: int, waiting_jobs: int) -> tuple[director.Settings, 
         site_director_cap=gdpconfig.get("SiteDirectorPilotCap"),
         per_job_term=gdpconfig.get("PilotsPerJobTerm"),
         on_demand_pools=tuple(
-            pool for pool, kind in gdpconfig.get("SubmitPoolBackends").items() if kind == "local"
+            pool
+            for pool, kind in gdpconfig.get("SubmitPoolBackends").items()
+            if kind in ON_DEMAND_KINDS
         ),
     )
     return s, director.effective_pilots_per_iteration(s, waiting_jobs, running_jobs)

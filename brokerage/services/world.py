@@ -189,7 +189,7 @@ def on_demand_pilot_tags() -> set[str]:
     for the jobs waiting there. Empty when no such pool: those pilots then come from elsewhere."""
     backends = gdpconfig.get("SubmitPoolBackends")
     pools = gdpconfig.get("PayloadSubmitPools")
-    if not any(backends.get(pool) == "local" for pool in pools):
+    if not any(backends.get(pool) in ("local", "panda") for pool in pools):
         return set()
     return set(gdpconfig.get("PayloadTags"))
 

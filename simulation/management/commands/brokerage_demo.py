@@ -7,6 +7,7 @@ from core.cycles import run_cycle
 from matcher.models import ComputingElement
 from shares.models import GridGroup, User
 from simulation import panda_demo as demo
+from simulation import panda_pilot_demo
 
 
 class Command(BaseCommand):
@@ -51,3 +52,5 @@ class Command(BaseCommand):
         if not PandaQueue.objects.filter(name=demo.LOCAL_QUEUE).exists():
             import_topology(demo.local_topology())
             self.stdout.write(f"Tasks that run real work go to PanDA queue {demo.LOCAL_QUEUE}.")
+        job = panda_pilot_demo.set_up()
+        self.stdout.write(f"Job {job} waits for PanDA's own pilot (submit pool PanDA).")
