@@ -41,3 +41,7 @@ fi
 # The pilot runs as its own unix user (it kills its user's orphans when it ends): it must be
 # able to read its code.
 chmod -R a+rX .clients
+# That user (pilots/panda_launch.py PILOT_USER; the launcher also creates it when missing).
+if [ "$(id -u)" = 0 ] && ! id gridpilot >/dev/null 2>&1; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin gridpilot
+fi
