@@ -74,6 +74,14 @@ ROWS = [
         "401" + " 200" * 5,
     ),
     ("api:panda-job-kill", "POST", "/api/v1/job/kill", {"job_ids": []}, "401" + " 200" * 5),
+    # --- PanDA's pilot at panda-server's paths: token clients only, so a signed-in browser is
+    # refused too (what a pilot's token may do: tests/test_panda_pilot_endpoints.py) ----------
+    ("panda-getjob", "POST", "/server/panda/getJob", {}, "401 " * 5 + "401"),
+    ("panda-updatejob", "POST", "/server/panda/updateJob", {}, "401 " * 5 + "401"),
+    ("panda-getstatus", "POST", "/server/panda/getStatus", {}, "401 " * 5 + "401"),
+    ("panda-queuedata", "GET", "/cache/schedconfig/Q.all.json", None, "401 " * 5 + "401"),
+    ("panda-queues", "GET", "/cache/schedconfig/Q.json", None, "401 " * 5 + "401"),
+    ("panda-storages", "GET", "/cache/ddmendpoints.json", None, "401 " * 5 + "401"),
     # --- API: jobs -------------------------------------------------------------------------
     ("api:job-list", "GET", "/api/v1/jobs/", None, A),
     ("api:job-export", "GET", "/api/v1/jobs/export/", None, A),
