@@ -248,3 +248,11 @@ def test_the_queue_description_comes_from_the_panda_queue_and_its_storages(queue
     unknown = pilot.get("/cache/schedconfig/NOPE.all.json")
     assert unknown.status_code == 400 and "queue" in unknown.json()
     assert APIClient().get(f"/cache/schedconfig/{QUEUE}.all.json").status_code == 401
+
+
+def test_a_private_pilot_of_several_groups_names_its_group_as_panda_does_workinggroup(queue, users):
+    carol = bearer(users["carol"])  # lhcb_user and lhcb_mc
+    answer = post(carol, "/server/panda/getJob", siteName=QUEUE)
+    assert answer.status_code == 400 and "workingGroup" in answer.json()
+    chosen = post(carol, "/server/panda/getJob", siteName=QUEUE, workingGroup="lhcb_mc")
+    assert chosen.json() == {"StatusCode": 20}

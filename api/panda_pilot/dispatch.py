@@ -12,7 +12,7 @@ import time
 
 from django.db import transaction
 from django.shortcuts import get_object_or_404
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from api.matcher import resources as r
 from api.panda_pilot import protocol as p
@@ -27,6 +27,8 @@ from pilots.models import Pilot
 from sandboxes import services as sandboxes
 
 KILL_COMMAND = "tobekilled"
+# The resource description's fields as getJob's form names them.
+FORM_NAMES = {"owner_group": "workingGroup", "pilot_reference": "worker_id"}
 
 
 class Conflict(Exception):
@@ -91,8 +93,12 @@ def get_job(user, data) -> dict:
     body = r.ResourceDescriptionSerializer(
         data=_resource_fields(queue, data), context={"claim": True}
     )
-    body.is_valid(raise_exception=True)
-    resource = body.resource(user)
+    try:
+        body.is_valid(raise_exception=True)
+        resource = body.resource(user)
+    except ValidationError as exc:  # named as the pilot's fields
+        detail = exc.detail if isinstance(exc.detail, dict) else {"detail": exc.detail}
+        raise ValidationError({FORM_NAMES.get(k, k): v for k, v in detail.items()}) from None
     claimant = pilot_registry.resolve_pilot(
         user, body.validated_data.get("pilot_reference", ""), resource
     )

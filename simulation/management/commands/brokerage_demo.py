@@ -53,4 +53,5 @@ class Command(BaseCommand):
             import_topology(demo.local_topology())
             self.stdout.write(f"Tasks that run real work go to PanDA queue {demo.LOCAL_QUEUE}.")
         job = panda_pilot_demo.set_up()
-        self.stdout.write(f"Job {job} waits for PanDA's own pilot (submit pool PanDA).")
+        if job is not None:
+            self.stdout.write(f"Job {job} is for PanDA's own pilot (submit pool PanDA).")
