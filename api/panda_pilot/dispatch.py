@@ -20,6 +20,7 @@ from brokerage.models import PandaQueue, Storage
 from core import clock, gdpconfig, metrics
 from matcher.lifecycle import FINAL_STATES
 from matcher.models import Job, JobStatus
+from matcher.vocabularies import PANDA_STATUS
 from pilots import panda_pilots
 from pilots import registry as pilot_registry
 from pilots import services as service
@@ -160,7 +161,7 @@ def update_job(user, data) -> dict:
     (starting, running, ...) or, in the state it is in, is a heartbeat; a job killed while the
     pilot held it is answered `tobekilled`."""
     job_id = p.integer(data, "jobId", required=True, low=1, high=2**63 - 1)
-    state = p.choice(data, "state", p.PILOT_STATES)
+    state = PANDA_STATUS[p.choice(data, "state", p.PILOT_STATES)]  # PanDA's states are ours
     files = p.declared_files(p.text(data, "xml", max_length=100_000))
     results, reason = _results(data, state)
     job = own_job(user, job_id)
