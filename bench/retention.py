@@ -5,10 +5,14 @@
         .venv/bin/python bench/retention.py --scale full
 
 The jobs are loaded with `matcher.bulk.load_jobs` (COPY on PostgreSQL), then set-based updates
-make 85 % of them final 10 days ago (finished, failed, cancelled), 5 % final 30 days ago (the
-exported slice), 5 % final yesterday, 5 % still waiting; 3 more history rows per final job.
-Two passes, run the way the cycle runs them (RetentionMaxSecondsPerRun per run, until nothing
-is left), with RetentionBatchSize rows per transaction:
+make 80 % of them final 10 days ago (finished, failed, cancelled), 5 % final 40 days ago (a
+day's worth: ~55,000 at full scale, what a grid of 20 million jobs a year expires each day),
+5 % final 30 days ago (the exported slice), 5 % final yesterday, 5 % still waiting; 3 more
+history rows per final job. Three passes, run the way the cycle runs them
+(RetentionMaxSecondsPerRun per run, until nothing is left), with RetentionBatchSize rows per
+transaction:
+0. RetentionJobDays 35: the day's worth, while the stall meter (bench/stalls.py) claims, moves
+   and heartbeats jobs beside it: `retention_max_stall_ms`, the longest single write;
 1. RetentionJobDays 20 with the export on: the 30-day-old slice, written to JSON lines first;
 2. RetentionJobDays 7, no export, while a matcher claims waiting jobs beside it: the rest.
 Prints rows/s (jobs, and rows with their history), the batch duration p50/p99 (each batch is
@@ -43,7 +47,7 @@ def build(finished: int) -> dict:
     from simulation import demo
 
     demo.create_world()
-    total = finished * 100 // 90  # 90 % old final jobs (85 % + the 5 % slice)
+    total = finished * 100 // 90  # 90 % old final jobs (80 % + the two 5 % slices)
     t0 = time.perf_counter()
     bulk.load_jobs(total, seed=5)
     job, history = Job._meta.db_table, JobStatusHistory._meta.db_table
@@ -55,11 +59,13 @@ def build(finished: int) -> dict:
     final = "CASE id %% 3 WHEN 0 THEN 'finished' WHEN 1 THEN 'failed' ELSE 'cancelled' END"
     group = "(id %% 100)"
     with connection.cursor() as cur:
-        # <5 waiting, 5..9 final yesterday, 10..14 final 30 days ago, the rest 10 days ago.
+        # <5 waiting, 5..9 final yesterday, 10..14 final 30 days ago, 15..19 final 40 days ago
+        # (the day's worth), the rest 10 days ago.
         cur.execute(
             f"UPDATE {job} SET status = {final}, status_changed = CASE "
             f"WHEN {group} < 10 THEN {ago(1)} WHEN {group} < 15 THEN {ago(30)} "
-            f"ELSE {ago(10)} END, created = {ago(31)} WHERE {group} >= 5",
+            f"WHEN {group} < 20 THEN {ago(40)} "
+            f"ELSE {ago(10)} END, created = {ago(41)} WHERE {group} >= 5",
             {"now": clock.now()},
         )
         cur.execute(
@@ -161,6 +167,59 @@ def drain(days: int) -> dict:
     }
 
 
+def retention_stall(job_days: int | None = None, meter=None, max_seconds: float | None = None):
+    """Run the retention cycle, run after run until nothing is left, while the stall meter
+    (bench/stalls.py) claims, moves and heartbeats jobs beside it.
+
+    Needs Django set up on a database holding the expired jobs (typically a day's worth) and
+    waiting jobs the meter's writer can claim (any resource: every wildcard). `job_days`: the
+    RetentionJobDays to set first (None: as it is); `meter`: a started StallMeter to reuse,
+    else one is started and stopped here; `max_seconds`: each run's budget (None:
+    RetentionMaxSecondsPerRun). Returns {"max_stall_ms", "p99_ms", "writes", "slowest_write",
+    "idle_max_ms", "jobs", "runs", "batches", "batch_p99_ms", "largest_batch", "total_s"}:
+    the longest single write while retention ran, the same writer's longest over one second
+    with nothing beside it, what was deleted and how (each batch is one transaction)."""
+    from stalls import StallMeter
+
+    from core import gdpconfig
+    from retention.services import run_retention
+
+    if job_days is not None:
+        gdpconfig.set_value("RetentionJobDays", job_days)
+    runs: list = []
+
+    def cycle():
+        while True:
+            runs.append(run_retention(max_seconds=max_seconds))
+            if not runs[-1].more:
+                return
+
+    own = meter is None
+    meter = meter or StallMeter().start()
+    try:
+        idle = meter.idle_ms(1.0)
+        t0 = time.perf_counter()
+        window, _ = meter.window(cycle)
+        total = time.perf_counter() - t0
+    finally:
+        if own:
+            meter.stop()
+    batches = [s for tally in runs for s in tally.batch_seconds]
+    return {
+        "max_stall_ms": window.max_ms,
+        "p99_ms": window.p99_ms(),
+        "writes": len(window.writes),
+        "slowest_write": window.slowest(),
+        "idle_max_ms": idle,
+        "jobs": sum(tally.deleted.get("jobs", 0) for tally in runs),
+        "runs": len(runs),
+        "batches": len(batches),
+        "batch_p99_ms": _percentile(batches, 0.99) * 1e3,
+        "largest_batch": max((tally.largest_batch for tally in runs), default=0),
+        "total_s": total,
+    }
+
+
 def report(label: str, result: dict, **context) -> None:
     total = max(result["total_s"], 1e-9)
     emit(f"retention{label}_jobs_per_s", result["jobs"] / total, "jobs/s", **context)
@@ -211,6 +270,24 @@ def main() -> None:
         )
         keep = Job.objects.count() - old.count()
 
+        day = retention_stall(job_days=35)
+        emit(
+            "retention_max_stall_ms",
+            day["max_stall_ms"],
+            "ms",
+            target="< 1000",
+            note="a day's expired jobs deleted while claims, moves and heartbeats go on",
+            slowest_write=day["slowest_write"],
+            writes=day["writes"],
+            write_p99_ms=round(day["p99_ms"], 1),
+            idle_max_ms=round(day["idle_max_ms"], 1),
+            jobs=day["jobs"],
+            batches=day["batches"],
+            batch_p99_ms=round(day["batch_p99_ms"], 1),
+            total_s=round(day["total_s"], 2),
+            **context,
+        )
+
         export_dir = Path(tempfile.mkdtemp(prefix="gridwms-retention-"))
         try:
             gdpconfig.set_value("RetentionExport", True)
@@ -249,7 +326,12 @@ def main() -> None:
         ).count()
         if left != keep or orphans:
             raise SystemExit(f"{left} jobs left, expected {keep}; {orphans} orphan history rows")
-        emit("retention_deleted_jobs", exported["jobs"] + result["jobs"], "jobs", kept=left)
+        emit(
+            "retention_deleted_jobs",
+            day["jobs"] + exported["jobs"] + result["jobs"],
+            "jobs",
+            kept=left,
+        )
 
 
 if __name__ == "__main__":
