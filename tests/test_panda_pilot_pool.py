@@ -7,6 +7,7 @@ import time
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.test import Client
 
 from core import gdpconfig
 from core.cycles import run_cycle
@@ -68,3 +69,8 @@ def test_the_demos_panda_pool_sends_a_real_panda_pilot_that_runs_its_job(
     stdout = sandboxes.stream_file(job_id, "stdout")
     assert "hello from PanDA's pilot" in sandboxes.read_text(stdout)
     assert _wait_for(lambda: Pilot.objects.get(pk=pilot.pk).status == "Done", 30)
+    # Staff read the pilot's own output on its page.
+    staff = Client()
+    staff.force_login(users["admin"])
+    page = staff.get(f"/pilots/{pilot.pk}/")
+    assert page.status_code == 200 and "pilot has finished" in page.content.decode()

@@ -3,7 +3,7 @@ from django.shortcuts import get_object_or_404, render
 
 from core.models import CycleRun
 from matcher.models import Job
-from pilots import local_pilots
+from pilots import local_pilots, panda_pilots
 from pilots import output as pilot_output
 from pilots.models import DirectorDecision, Pilot
 from pilots.submit_pools import LocalBackend
@@ -32,10 +32,11 @@ def pilot_detail(request, pk):
         "jobs": Job.objects.visible_to(request.user).filter(pilot=pilot),
         "log": pilot_output.lines_of(pilot.pk),
         "log_limit": pilot_output.MAX_LINES,
-        # A local pilot's process output, on this host (staff: it is the machine's, not the
-        # job's): what a pilot that never registered said before it died.
+        # A local (or PanDA's own) pilot's process output, on this host (staff: it is the
+        # machine's, not the job's): what a pilot that never registered said before it died.
         "process_output": local_pilots.output_tail(pilot.reference)
-        if pilot.grid_type == LocalBackend.grid_type and request.user.is_staff
+        if pilot.grid_type in (LocalBackend.grid_type, panda_pilots.GRID_TYPE)
+        and request.user.is_staff
         else None,
     }
     return render(request, "pilots/pilot_detail.html", context)
