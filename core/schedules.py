@@ -16,4 +16,5 @@ SCHEDULES = {
     "retention": 10,
     "notifications": 1,
     "accounting": 1,
+    "job_counts": 1,
 }

@@ -224,11 +224,16 @@ class _Prepared:
 
     batch: _Batch
     copy_data: list[bytes]
+    rollup: Counter | None = None  # {(owner, group, site): jobs}, for the job counts
 
 
 def _prepare(batch: _Batch, templates: list[Template]) -> _Prepared:
     ids = moves.reserve_job_ids(len(batch.tqs))
-    return _Prepared(batch, [text.encode() for text in _copy_text(ids, batch, templates)])
+    rollup = Counter()
+    for t, n in Counter(batch.templates).items():
+        rollup[(templates[t].owner_id, templates[t].owner_group_id, "")] += n
+    copy_data = [text.encode() for text in _copy_text(ids, batch, templates)]
+    return _Prepared(batch, copy_data, rollup)
 
 
 def _write(prepared: _Prepared) -> int:
@@ -239,7 +244,9 @@ def _write(prepared: _Prepared) -> int:
     counts = Counter(zip(batch.tqs, batch.prio, strict=True))
     jobs, members, history = prepared.copy_data
     with transaction.atomic(), connection.cursor() as cur:
-        new = moves.NewJobs(ACTIVATED, JOB_COLUMNS, jobs, members, history, counts)
+        new = moves.NewJobs(
+            ACTIVATED, JOB_COLUMNS, jobs, members, history, counts, prepared.rollup
+        )
         moves.create_jobs(new, by=moves.SUBMISSION, cursor=cur)
     return len(batch.tqs)
 

@@ -2,12 +2,13 @@
 
 Inside the drawn TaskQueue the winning UserPriority is drawn from the per-priority counts (exactly
 as if every waiting job raced: docs/developer-guide.md, TaskQueues and matching), then one of the
-ten lowest free JobIDs at that priority is claimed in one transaction: the membership row is deleted
-(it must have been there), the job moves activated -> sent with the pilot, site and CE, its history
-and the count follow. Correctness rests here, never on the matcher's cache of TaskQueues: the
-statement claims only a job that is still a member of the TaskQueue and still activated, and for a
-private pilot only from a TaskQueue of its owner or of a JobSharing group, as the database has it
-now.
+ten lowest free JobIDs at that priority is claimed in one transaction: the membership row is
+deleted (it must have been there), the job moves activated -> sent with the pilot, site and CE, its
+history and the count follow, and so does its job-count delta (matcher/services/rollups.py: one row
+appended by the same statement, no shared counter row updated). Correctness rests here, never on
+the matcher's cache of TaskQueues: the statement claims only a job that is still a member of the
+TaskQueue and still activated, and for a private pilot only from a TaskQueue of its owner or of a
+JobSharing group, as the database has it now.
 
 The draw is folded into the claim (`claim_in`): one statement, one round trip, reads the
 counts, draws the priority with the random numbers it is given (the same formula as
@@ -35,12 +36,14 @@ from matcher.models import (
     MULTI_VALUED_FIELDS,
     PAYLOAD_FIELDS,
     Job,
+    JobCountDelta,
     JobStatus,
     JobStatusHistory,
     TaskQueue,
     TaskQueueJob,
     TaskQueuePriorityCount,
 )
+from matcher.services import rollups
 from shares.models import GridGroup, User
 
 # The payload's JSON columns, decoded as the requirement lists are.
@@ -123,6 +126,7 @@ NAMES = {
     "counts": TaskQueuePriorityCount._meta.db_table,
     "users": User._meta.db_table,
     "groups": GridGroup._meta.db_table,
+    "deltas": JobCountDelta._meta.db_table,
 }
 
 _JOB_COLUMNS = [
@@ -154,7 +158,7 @@ WITH ten AS (
         WHERE task_queue_id = %(tq)s AND user_priority = %(prio)s ORDER BY job_id LIMIT {limit}
     ) lowest
 ), pick AS (
-    SELECT m.job_id FROM {counts} c, ten
+    SELECT m.job_id, j.site FROM {counts} c, ten
     JOIN {members} m ON m.job_id = ten.job_id JOIN {jobs} j ON j.id = m.job_id
     WHERE c.task_queue_id = %(tq)s AND c.user_priority = %(prio)s
     ORDER BY (ten.rn + ten.n - %(r)s %% ten.n) %% ten.n
@@ -174,6 +178,12 @@ WITH ten AS (
 ), hist AS (
     INSERT INTO {history} (job_id, at, from_status, to_status, reason)
     SELECT id, %(now)s, '{activated}', '{sent}', %(reason)s FROM upd
+), counted AS (
+    INSERT INTO {deltas} (owner_id, owner_group_id, from_site, from_status, to_site, to_status,
+        n, at)
+    SELECT upd.owner_id, upd.owner_group_id, pick.site, '{activated}', upd.site, '{sent}', 1,
+        %(now)s
+    FROM upd, pick
 )
 SELECT (SELECT count(*) FROM del), {columns}, u.username, u.dn, g.name
 FROM (SELECT 1) one
@@ -205,6 +215,7 @@ def _claim_one(tq_id, priority, rng, fields) -> MatchedJob | None:
             if row[0] == 0:
                 return None  # no free job at this priority
             if row[1] is not None:
+                rollups.fold_soon()
                 return _matched(row[1:])
             # A stray membership of a job no longer waiting was removed: try again.
 
@@ -257,7 +268,7 @@ WITH lv AS (
         ORDER BY job_id LIMIT {limit}
     ) lowest
 ), pick AS (
-    SELECT m.job_id FROM {counts} c, ten
+    SELECT m.job_id, j.site FROM {counts} c, ten
     JOIN {members} m ON m.job_id = ten.job_id JOIN {jobs} j ON j.id = m.job_id
     WHERE c.task_queue_id = %(tq)s AND c.user_priority = (SELECT p FROM win)
     ORDER BY (ten.rn + ten.n - %(r)s %% ten.n) %% ten.n
@@ -278,6 +289,12 @@ WITH lv AS (
 ), hist AS (
     INSERT INTO {history} (job_id, at, from_status, to_status, reason)
     SELECT id, %(now)s, '{activated}', '{sent}', %(reason)s FROM upd
+), counted AS (
+    INSERT INTO {deltas} (owner_id, owner_group_id, from_site, from_status, to_site, to_status,
+        n, at)
+    SELECT upd.owner_id, upd.owner_group_id, pick.site, '{activated}', upd.site, '{sent}', 1,
+        %(now)s
+    FROM upd, pick
 )
 SELECT (SELECT count(*) FROM del), (SELECT p FROM win), (SELECT allowed FROM ok),
     (SELECT array_agg(p ORDER BY p) FROM lv), (SELECT array_agg(n ORDER BY p) FROM lv),
@@ -325,6 +342,7 @@ def _drawn_claim(tq_id, uniforms, rng, mode, owner_id, fields):
             if not allowed or not counts:
                 return Claimed(None, waiting, bool(allowed)), {}
             if taken and rest[0] is not None:
+                rollups.fold_soon()
                 return Claimed(_matched(rest), waiting), {}
             if not taken:
                 counts.pop(winner)  # nothing free at this priority now: the others remain

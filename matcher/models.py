@@ -437,3 +437,72 @@ class SiteMaskChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.ce_name or self.site}: {self.reason}"
+
+
+# --- rollups: jobs counted as the mover moves them (matcher/services/rollups.py) ---------------
+
+
+class JobCount(models.Model):
+    """Jobs per (owner, group, site, state), folded from JobCountDelta: the summaries read
+    these (with the deltas not folded yet), never a GROUP BY over the job table. Plain ids, no
+    foreign keys: a row is a number, and the fold writes it without checking other tables."""
+
+    owner_id = models.BigIntegerField()
+    owner_group_id = models.BigIntegerField()
+    site = models.CharField(max_length=128, blank=True)
+    status = models.CharField(max_length=16)
+    jobs = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner_id", "owner_group_id", "site", "status"], name="jobcount_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        who = f"{self.owner_id}/{self.owner_group_id}"
+        return f"{who} {self.site or '-'} {self.status}: {self.jobs}"
+
+
+class JobCountDelta(models.Model):
+    """`n` jobs of (owner, group) moved from (from_site, from_status) to (to_site, to_status)
+    at `at` ('' status: created, or deleted). Appended in the transaction of the move (an
+    INSERT, never an update of a shared row: the claim is the hot path), folded into JobCount
+    and JobHourCount by the fold step, which deletes them."""
+
+    owner_id = models.BigIntegerField()
+    owner_group_id = models.BigIntegerField()
+    from_site = models.CharField(max_length=128, blank=True)
+    from_status = models.CharField(max_length=16, blank=True)
+    to_site = models.CharField(max_length=128, blank=True)
+    to_status = models.CharField(max_length=16, blank=True)
+    n = models.IntegerField(default=1)
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        moved = f"{self.from_site}/{self.from_status} -> {self.to_site}/{self.to_status}"
+        return f"{self.n} of {self.owner_id}/{self.owner_group_id}: {moved}"
+
+
+class JobHourCount(models.Model):
+    """Jobs of (owner, group) that entered a state at a site in an hour (UTC), folded from the
+    deltas; kept when retention deletes the jobs (it is history)."""
+
+    hour = models.DateTimeField()
+    owner_id = models.BigIntegerField()
+    owner_group_id = models.BigIntegerField()
+    site = models.CharField(max_length=128, blank=True)
+    status = models.CharField(max_length=16)
+    jobs = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["hour", "owner_id", "owner_group_id", "site", "status"],
+                name="jobhourcount_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H}h {self.site or '-'} {self.status}: {self.jobs}"

@@ -25,7 +25,7 @@ from matcher.lifecycle import (
     FINISHED,
 )
 from matcher.models import MULTI_VALUED_FIELDS, RESULT_FIELDS, Job, TaskQueueJob
-from matcher.services import enqueue, housekeeping, moves
+from matcher.services import enqueue, housekeeping, moves, rollups
 from matcher.services.moves import JobActionError, MoveRefused, NotHeld
 from matcher.services.submission import WAITING
 
@@ -54,13 +54,16 @@ def activate_jobs(sites_by_job: dict[int, Sequence[str]], reason: str) -> int:
             "setup",
             "cpu_time",
             "user_priority",
+            "site",
             *others,
         )
     )
     if not rows:
         return 0
     defs, placed = {}, []  # placed: (job, status, priority, definition key, sites)
-    for pk, status, owner, group, setup, cpu, prio, *multi in rows:
+    counted = []  # the moves, for the job counts
+    for pk, status, owner, group, setup, cpu, prio, site, *multi in rows:
+        counted.append((owner, group, site, status, site, ACTIVATED))
         moves.check_move(moves.BROKERAGE, pk, status, ACTIVATED)
         sites = tuple(taskqueues.canonical_values(sites_by_job[pk]))
         requirements = {"sites": sites, **dict(zip(others, multi, strict=True))}
@@ -91,6 +94,7 @@ def activate_jobs(sites_by_job: dict[int, Sequence[str]], reason: str) -> int:
             for pk, status, _prio, key, _sites in placed
         ]
     )
+    rollups.record(counted, now)
     return len(rows)
 
 
@@ -103,14 +107,15 @@ def set_waiting_status(job_ids: Iterable[int], to: str, reason: str) -> int:
         .filter(pk__in=sorted(set(job_ids)), status__in=lifecycle.WAITING_TO_BROKER)
         .exclude(status=to)
         .order_by("pk")
-        .values_list("pk", "status")
+        .values_list("pk", "status", "owner_id", "owner_group_id", "site")
     )
-    for pk, status in jobs:
+    for pk, status, *_ in jobs:
         moves.check_move(moves.BROKERAGE_HOLDS, pk, status, to)
-    moves.record_history([(pk, now, status, to, reason) for pk, status in jobs])
-    Job.objects.filter(pk__in=[pk for pk, _ in jobs]).update(
+    moves.record_history([(pk, now, status, to, reason) for pk, status, *_ in jobs])
+    Job.objects.filter(pk__in=[pk for pk, *_ in jobs]).update(
         status=to, status_reason=reason[:255], status_changed=now
     )
+    rollups.record(((o, g, site, st, site, to) for _, st, o, g, site in jobs), now)
     return len(jobs)
 
 
@@ -410,8 +415,11 @@ def purge_jobs(ids: Sequence[int]) -> list[int]:
         doomed = Job.objects.filter(pk__in=ids, status__in=lifecycle.FINAL_STATES).exclude(
             models.Exists(member)
         )
-        gone = sorted(doomed.values_list("pk", flat=True))
+        keys = ("pk", "owner_id", "owner_group_id", "site", "status")
+        rows = sorted(doomed.values_list(*keys))
+        gone = [r[0] for r in rows]
         Job.objects.filter(pk__in=gone).delete()
+        rollups.record(((o, g, site, st, "", "") for _, o, g, site, st in rows), clock.now())
         return gone
     job, pk = Job._meta.db_table, Job._meta.pk.column
     member_table = TaskQueueJob._meta.db_table
@@ -424,12 +432,14 @@ def purge_jobs(ids: Sequence[int]) -> list[int]:
             f'DELETE FROM "{job}" WHERE {where} '
             f"AND status IN ({', '.join(['%s'] * len(final))}) "
             f'AND NOT EXISTS (SELECT 1 FROM "{member_table}" m WHERE m.job_id = "{job}"."{pk}") '
-            f'RETURNING "{pk}"',
+            f'RETURNING "{pk}", owner_id, owner_group_id, site, status',
             [*params, *final],
         )
-        gone = sorted(r[0] for r in cur.fetchall())
+        rows = cur.fetchall()
+        gone = sorted(r[0] for r in rows)
         if not gone:
             return []
+        rollups.record(((o, g, site, st, "", "") for _, o, g, site, st in rows), clock.now())
         for action, table, column in plain:
             where, params = db.id_in(f'"{column}"', gone)
             if action == "null":

@@ -36,7 +36,7 @@ from core import clock, db, gdpconfig
 from matcher import errors, lifecycle
 from matcher.lifecycle import ACTIVATED, FAILED, FINAL_STATES, NEW
 from matcher.models import MULTI_VALUED_FIELDS, Job, JobStatusHistory, TaskQueue, TaskQueueJob
-from matcher.services import enqueue
+from matcher.services import enqueue, rollups
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def move_job(
 
     Returns the TaskQueue the job left, if it did not join it again: pass it to
     `housekeeping.drop_if_empty` after the commit."""
-    from_status = job.status
+    from_status, from_site = job.status, job.site
     check_move(by, job.pk, from_status, to)
     now = now or clock.now()
     left = joined = None
@@ -199,6 +199,7 @@ def move_job(
     for name, value in fields.items():
         setattr(job, name, value)
     job.save(update_fields=["status", "status_reason", "status_changed", *fields])
+    rollups.record([(job.owner_id, job.owner_group_id, from_site, from_status, job.site, to)], now)
     return left if left != joined else None
 
 
@@ -208,9 +209,11 @@ def move_job(
 @dataclass
 class Locked:
     """Jobs whose rows this transaction locked (`lock_jobs`): {id: (status, *columns)}; a job
-    that does not exist is absent."""
+    that does not exist is absent. `counted`: {id: (owner, group, site)}, what the job counts
+    under (matcher/services/rollups.py)."""
 
     rows: dict[int, tuple]
+    counted: dict[int, tuple] = field(default_factory=dict)
 
     def status(self, job_id: int) -> str:
         return self.rows[job_id][0]
@@ -220,10 +223,14 @@ def lock_jobs(ids, columns: Sequence[str] = ()) -> Locked:
     """Lock these jobs' rows in id order (their memberships are locked after, by the move),
     reading their state and `columns`. Call inside a transaction."""
     rows: dict[int, tuple] = {}
+    counted: dict[int, tuple] = {}
+    keys = ("owner_id", "owner_group_id", "site")
     for part in enqueue.among(Job.objects.select_for_update(), "id", sorted(set(ids))):
-        for pk, *rest in part.order_by("pk").values_list("pk", "status", *columns):
+        found = part.order_by("pk").values_list("pk", *keys, "status", *columns)
+        for pk, o, g, site, *rest in found:
             rows[pk] = tuple(rest)
-    return Locked(rows)
+            counted[pk] = (o, g, site)
+    return Locked(rows, counted)
 
 
 @dataclass
@@ -287,6 +294,21 @@ def move_jobs(locked: Locked, steps: Sequence[Step], now: datetime) -> Moved:
         )
     record_history(
         [(s.job_id, now, locked.status(s.job_id), s.to, moved.reasons[s.job_id]) for s in steps]
+    )
+    rollups.record(
+        (
+            (
+                owner,
+                group,
+                site,
+                locked.status(s.job_id),
+                "" if s.clear_match or s.to == ACTIVATED else site,
+                s.to,
+            )
+            for s in steps
+            for owner, group, site in [locked.counted[s.job_id]]
+        ),
+        now,
     )
     return moved
 
@@ -354,6 +376,7 @@ def insert_jobs(jobs: list[Job], *, by: str, now: datetime, reason: str | None =
             why = f"{why}; joined TaskQueue {j.task_queue_id}"
         history.append((j.pk, now, NEW, j.status, why))
     record_history(history)
+    rollups.record(((j.owner_id, j.owner_group_id, "", NEW, j.site, j.status) for j in jobs), now)
 
 
 @dataclass
@@ -362,7 +385,8 @@ class NewJobs:
     the job rows (values in the order of `columns`), the memberships (job, TaskQueue,
     UserPriority) of activated ones and a history row each (job, at, from, to, reason); each
     as tuples or, PostgreSQL only, as ready COPY text (bytes; then `counts`, {(TaskQueue,
-    UserPriority): n}, must be given)."""
+    UserPriority): n}, must be given, and `rollup`, {(owner, group, site): n}, may be: else it
+    is read off the text)."""
 
     status: str
     columns: Sequence[str]
@@ -370,6 +394,7 @@ class NewJobs:
     members: Sequence[Sequence] | bytes = ()
     history: Sequence[Sequence] | bytes = ()
     counts: Counter | None = None
+    rollup: Counter | None = None
 
 
 def create_jobs(new: NewJobs, *, by: str, cursor=None) -> None:
@@ -401,7 +426,26 @@ def create_jobs(new: NewJobs, *, by: str, cursor=None) -> None:
     if counts is None:
         counts = Counter((tq, prio) for _job, tq, prio in new.members)
     enqueue.add_to_counts(counts)
+    rollup = new.rollup if new.rollup is not None else _rollup_of(new)
+    rollups.record_counts(
+        Counter({(o, g, "", NEW, site, new.status): n for (o, g, site), n in rollup.items()}),
+        clock.now(),
+    )
     return None
+
+
+def _rollup_of(new: NewJobs) -> Counter:
+    """{(owner, group, site): jobs} of new rows, from tuples or COPY text (a tab-separated line
+    per job; owner and group are integers, a site a name with no escape in it)."""
+    cols = list(new.columns)
+    at = [cols.index("owner_id"), cols.index("owner_group_id")]
+    site = cols.index("site") if "site" in cols else None
+    if isinstance(new.jobs, bytes):
+        rows = (line.split(b"\t") for line in new.jobs.splitlines() if line)
+        return Counter(
+            (int(r[at[0]]), int(r[at[1]]), "" if site is None else r[site].decode()) for r in rows
+        )
+    return Counter((r[at[0]], r[at[1]], "" if site is None else r[site]) for r in new.jobs)
 
 
 def analyse_job_tables() -> None:

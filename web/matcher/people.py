@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 from urllib.parse import urlencode
 
-from django.db.models import Count
 from django.urls import reverse
 
 from core import clock
+from matcher import job_counts
 from matcher.models import Job, JobStatus
 
 RECENT_FAILURES = 10
@@ -21,13 +21,7 @@ def _jobs_url(**params) -> str:
 
 
 def jobs_by_state(viewer, subject) -> dict:
-    counts = dict(
-        Job.objects.visible_to(viewer)
-        .filter(owner=subject)
-        .values_list("status")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
+    counts = job_counts.by_status(viewer, owner_id=subject.pk)  # the counts, not the jobs
     rows = [
         [(state.value, _jobs_url(owner=subject.username, status=state.value)), counts[state]]
         for state in JobStatus

@@ -3,7 +3,7 @@
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from matcher import servability
+from matcher import job_counts, servability
 from matcher.models import Job, JobStatus, TaskQueue, TaskQueueJob
 from web.notifications import facts as notification_facts
 from web.pilots import why as pilots_why
@@ -40,6 +40,13 @@ def jobs_by_status(queryset=None) -> dict[str, int]:
     qs = Job.objects.all() if queryset is None else queryset
     counts = dict(qs.order_by().values_list("status").annotate(n=Count("*")))
     return {s.value: counts.get(s.value, 0) for s in JobStatus if counts.get(s.value)}
+
+
+def visible_jobs_by_status(user) -> dict[str, int]:
+    """{state: jobs} the user may see, in the lifecycle's order, read from the job counts the
+    mover keeps (matcher/job_counts.py), not counted over the job table."""
+    counts = job_counts.by_status(user)
+    return {s.value: counts[s.value] for s in JobStatus if counts.get(s.value)}
 
 
 def feasibility_context():

@@ -6,19 +6,14 @@ from django.db.models import Count
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from matcher.models import ComputingElement, Job, Site
+from matcher import job_counts
+from matcher.models import ComputingElement, Site
 from pilots.models import Pilot
 
 
 def site_detail(request, pk):
     site = get_object_or_404(Site, pk=pk)
-    jobs = (
-        Job.objects.visible_to(request.user)
-        .filter(site=site.name)
-        .order_by()
-        .values("status")
-        .annotate(n=Count("*"))
-    )
+    jobs = job_counts.by_status(request.user, site=site.name)  # the counts, not the jobs
     pilots: dict[str, dict[str, int]] = {}
     for row in (
         Pilot.objects.filter(site=site.name)
@@ -30,7 +25,7 @@ def site_detail(request, pk):
     context = {
         "site": site,
         "ces": site.computing_elements.all(),
-        "jobs_by_status": sorted((r["status"], r["n"]) for r in jobs),
+        "jobs_by_status": sorted(jobs.items()),
         "pilots_by_ce": sorted(pilots.items()),
     }
     return render(request, "matcher/site_detail.html", context)

@@ -28,8 +28,7 @@ from web.matcher.sites import site_links
 
 
 def home(request):
-    jobs = Job.objects.visible_to(request.user)
-    counts = selectors.jobs_by_status(jobs)
+    counts = selectors.visible_jobs_by_status(request.user)
     tqs = selectors.taskqueues_with_counts(TaskQueue.objects.visible_to(request.user))
     context = {
         "counts": counts,

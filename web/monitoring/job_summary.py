@@ -1,15 +1,14 @@
-"""Jobs per site and state (DIRAC's JobSummary): one GROUP BY (site, status) over the jobs
-the user may see, then the totals, each site's efficiency finished / (finished + failed), and
-a link per cell into the jobs list filtered by site and status. Jobs with no site yet (site
-'') are the "not placed" row."""
+"""Jobs per site and state (DIRAC's JobSummary): the jobs the user may see per (site, status), read
+from the job counts the mover keeps (matcher/job_counts.py, never the job table), then the
+totals, each site's efficiency finished / (finished + failed), and a link per cell into the jobs
+list filtered by site and status. Jobs with no site yet (site '') are the "not placed" row."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Count
-
-from matcher.models import Job, JobStatus
+from matcher import job_counts
+from matcher.models import JobStatus
 from web.monitoring import links
 
 NOT_PLACED = "not placed"
@@ -52,11 +51,8 @@ class JobSummary:
 
 
 def counts(user) -> dict[tuple[str, str], int]:
-    """{(site, status): jobs} the user may see: one GROUP BY."""
-    rows = (
-        Job.objects.visible_to(user).order_by().values_list("site", "status").annotate(n=Count("*"))
-    )
-    return {(site, status): n for site, status, n in rows}
+    """{(site, status): jobs} the user may see, from the job counts."""
+    return job_counts.counts(user, ("site", "status"))
 
 
 def summary(user) -> JobSummary:
