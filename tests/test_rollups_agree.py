@@ -5,6 +5,7 @@ them; `rebuild` recounts; what a user and a JobSharing member read is what they 
 
 from __future__ import annotations
 
+import io
 import random
 from collections import Counter
 from datetime import timedelta
@@ -223,3 +224,20 @@ def test_the_simulated_grid_its_timeouts_and_dag_nodes_keep_the_counts_equal_to_
     assert_agree("after the timeouts")
     moved = set(JobStatusHistory.objects.values_list("from_status", "to_status").distinct())
     assert {("defined", "activated"), ("activated", "sent")} <= moved
+
+
+def test_the_job_counts_cycle_folds_and_the_command_recounts(users, submit):
+    from django.core.management import call_command
+
+    from core.cycles import run_cycle
+
+    submit("alice")
+    submit("bob")
+    run = run_cycle("job_counts")
+    assert run.status == "success" and run.counts == {"folded": 2}
+    assert not JobCountDelta.objects.exists()
+    Job.objects.filter(owner=users["bob"]).update(site="by-hand")
+    out = io.StringIO()
+    call_command("rebuild_job_counts", stdout=out)
+    assert '"jobs": 2' in out.getvalue()
+    assert_agree("after the command")
