@@ -271,17 +271,25 @@ def descendants(pid: int) -> list[int]:
 
 
 def end_tree(pid: int, grace: float = 10.0) -> None:
-    """SIGTERM the pilot and every process below it, then SIGKILL what is left after
-    `grace` seconds."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for member in descendants(pid):
-            try:
-                os.kill(member, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        deadline = time.monotonic() + grace
-        while sig == signal.SIGTERM and time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.2)
+    """SIGTERM the pilot and every process below it, then SIGKILL what is left of them after
+    `grace` seconds. The processes are remembered as they were first seen: the shell around
+    the pilot dies first, and the pilot, reparented, is no longer below it."""
+    seen = descendants(pid)
+    _signal(seen, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_alive(p) for p in seen):
+        time.sleep(0.2)
+    for member in list(seen):  # and what they started meanwhile
+        seen += [p for p in descendants(member) if p not in seen]
+    _signal([p for p in seen if _alive(p)], signal.SIGKILL)
+
+
+def _signal(pids: list[int], sig: int) -> None:
+    for member in pids:
+        try:
+            os.kill(member, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _alive(pid: int) -> bool:

@@ -7,6 +7,7 @@ import io
 import tarfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -135,3 +136,17 @@ def test_a_job_killed_while_the_real_panda_pilot_runs_it_reaches_the_pilot_as_to
     assert job.status == "cancelled"
     assert job.error_code == 1144  # PanDA's pilot: killed by the server
     assert runs and "panda server signal to kill job" in runs[0].output.read_text()
+    # Stopped at its timeout, the pilot and its payload are gone, none left reparented.
+    assert _processes_mentioning(str(runs[0].workdir)) == []
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and text in cmdline:
+            out.append(int(entry.name))
+    return out
