@@ -300,6 +300,35 @@ def _alive(pid: int) -> bool:
     return state[state.rindex(")") + 2] != "Z"
 
 
+def leftovers(reference: str, workdir: Path) -> list[int]:
+    """Processes the pilot left behind once it has ended (PILOT_NOKILL=1 keeps it from killing
+    every orphan of its user): those with its worker id in their environment or working in its
+    directory. A payload whose pilot stopped it can leave a child reparented to pid 1."""
+    marker = f"HARVESTER_WORKER_ID={reference}".encode()
+    inside = (str(workdir), f"{workdir}/")
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                out.append(int(entry.name))
+                continue
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == inside[0] or cwd.startswith(inside[1]):
+            out.append(int(entry.name))
+    return out
+
+
+def end_leftovers(reference: str, workdir: Path) -> int:
+    """SIGKILL what the ended pilot left behind (leftovers); how many there were."""
+    found = [pid for pid in leftovers(reference, workdir) if _alive(pid)]
+    _signal(found, signal.SIGKILL)
+    return len(found)
+
+
 def wait(process: subprocess.Popen, timeout: float | None) -> int:
     """The pilot's exit code; past `timeout` seconds it and its payload are ended first."""
     try:

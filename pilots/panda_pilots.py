@@ -112,10 +112,13 @@ def run_pilot(
         if not connection.in_atomic_block:
             connection.close()  # not held for the pilot's hours: opened again after
         code = launch.wait(process, timeout)
+        left = launch.end_leftovers(reference, workdir)
     except launch.LaunchError as exc:
         _append(output, f"gridwms: the PanDA pilot was not started: {exc}")
         _set_status(pilot_id, PilotStatus.ABORTED, f"not started: {exc}")
         return PilotRun(reference, -1, pilot_id, output=output, workdir=workdir)
+    if left:
+        _append(output, f"gridwms: {left} process(es) the pilot left behind were killed")
     _append(output, f"{local_pilots.EXIT_LINE}{code}")
     run = PilotRun(
         reference, code, pilot_id or _pilot_id(token, reference), output=output, workdir=workdir

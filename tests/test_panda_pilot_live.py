@@ -4,6 +4,7 @@ finished (updateJob), and its launcher stores the log tarball it left, checked a
 report; a job killed while it runs reaches it as `tobekilled`."""
 
 import io
+import os
 import tarfile
 import threading
 import time
@@ -136,17 +137,21 @@ def test_a_job_killed_while_the_real_panda_pilot_runs_it_reaches_the_pilot_as_to
     assert job.status == "cancelled"
     assert job.error_code == 1144  # PanDA's pilot: killed by the server
     assert runs and "panda server signal to kill job" in runs[0].output.read_text()
-    # Stopped at its timeout, the pilot and its payload are gone, none left reparented.
-    assert _processes_mentioning(str(runs[0].workdir)) == []
+    # The pilot and its payload are gone, nothing of them left reparented to pid 1 (the
+    # payload's `sleep` would be, working in the pilot's directory).
+    time.sleep(1)  # a SIGKILL is delivered, not awaited
+    assert _processes_in(runs[0].workdir) == []
 
 
-def _processes_mentioning(text: str) -> list[int]:
+def _processes_in(workdir: Path) -> list[str]:
+    """The processes running a command or working in the directory."""
     out = []
     for entry in Path("/proc").iterdir():
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            cwd = os.readlink(entry / "cwd")
         except (OSError, ValueError):
             continue
-        if entry.name.isdigit() and text in cmdline:
-            out.append(int(entry.name))
+        if entry.name.isdigit() and (str(workdir) in cmdline or cwd.startswith(str(workdir))):
+            out.append(f"{entry.name}: {cmdline}")
     return out
