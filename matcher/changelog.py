@@ -69,13 +69,20 @@ def priorities_changed(priorities: Iterable[tuple[int, float]]) -> None:
     _insert([(Kind.PRIORITY, tq, None, p, None, at) for tq, p in priorities])
 
 
-def logged_priority_update_sql(update_sql: str) -> str:
+def logged_priority_update_sql(update_sql: str, counted: bool = False) -> str:
     """PostgreSQL: an `UPDATE ... RETURNING t.id, t.priority` of TaskQueue priorities as one
-    statement that also logs each row it changed (the last parameter is the time: `now()`)."""
-    return (
-        f"WITH upd AS ({update_sql}) INSERT INTO {TABLE} (kind, task_queue_id, priority, at) "
+    statement that also logs each row it changed (the last parameter is the time: `now()`).
+    `counted`: the statement answers one row, (rows changed, the highest log number used)."""
+    insert = (
+        f"INSERT INTO {TABLE} (kind, task_queue_id, priority, at) "
         f"SELECT '{Kind.PRIORITY.value}', id, priority, %s FROM upd"
     )
+    if counted:
+        return (
+            f"WITH upd AS ({update_sql}), logged AS ({insert} RETURNING seq) "
+            "SELECT count(*), max(seq) FROM logged"
+        )
+    return f"WITH upd AS ({update_sql}) {insert}"
 
 
 @receiver(post_save, sender=GridGroup)
