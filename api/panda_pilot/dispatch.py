@@ -9,13 +9,14 @@ The pilot acts only on its own jobs: those its credential's pilot claimed
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 from django.db import transaction
-from django.shortcuts import get_object_or_404
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 
 from api.matcher import resources as r
 from api.panda_pilot import protocol as p
+from api.pilots import access
 from brokerage.models import PandaQueue, Storage
 from core import clock, gdpconfig, metrics
 from matcher.lifecycle import FINAL_STATES
@@ -24,7 +25,6 @@ from matcher.vocabularies import PANDA_STATUS
 from pilots import panda_pilots
 from pilots import registry as pilot_registry
 from pilots import services as service
-from pilots.models import Pilot
 from sandboxes import services as sandboxes
 
 KILL_COMMAND = "tobekilled"
@@ -146,13 +146,10 @@ def _results(data, state: str) -> tuple[dict, str]:
 
 
 def own_job(user, job_id: int) -> Job:
-    """The job, if the caller's credential is the one its pilot acts with (404 for no job,
-    403 for another's)."""
-    job = get_object_or_404(Job.objects.only("pilot", "status", "kill_requested"), pk=job_id)
-    ours = Pilot.objects.filter(pk=job.pilot_id, credential_user=user)
-    if job.pilot_id is None or not ours.exists():
-        raise PermissionDenied("a pilot reports only on the jobs it was given")
-    return job
+    """The job, if the caller's credential is the one its pilot acts with: the native pilots'
+    rule (api.pilots.access.credential_job: 404 for no job, 403 for another's)."""
+    access.credential_job(SimpleNamespace(user=user), job_id)
+    return Job.objects.only("pilot", "status", "kill_requested").get(pk=job_id)
 
 
 def update_job(user, data) -> dict:
