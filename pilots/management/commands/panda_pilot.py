@@ -16,7 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("--queue", required=True, help="the PanDA queue (--queue of the pilot)")
         parser.add_argument("--reference", default="", help="its pilot record's reference")
         parser.add_argument("--lifetime", type=int, default=600, help="seconds (its --lifetime)")
-        parser.add_argument("--heartbeat", type=int, default=60, help="seconds between updates")
+        parser.add_argument("--heartbeat", type=int, default=30, help="seconds between updates")
 
     def handle(self, url, token, queue, reference, lifetime, heartbeat, **options):
         run = panda_pilots.run_pilot(
