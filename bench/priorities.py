@@ -154,7 +154,7 @@ class Churn:
             GridGroup.objects.filter(pk=g.pk).update(job_share=rng.choice([100, 300, 5000, 40000]))
 
 
-def cycle_at_scale(n_tqs: int, scale: str, repeat: int) -> None:
+def cycle_at_scale(n_tqs: int, scale: str, repeat: int, fillfactor: int | None) -> None:
     from matcher import taskqueue_priorities
     from shares.models import GridGroup
 
@@ -204,6 +204,7 @@ def cycle_at_scale(n_tqs: int, scale: str, repeat: int) -> None:
         "s",
         target=1.0,
         runs=repeat,
+        fillfactor=fillfactor,
         changes="1% of TQs' jobs, 0.1% TQs created, 0.1% dropped, a JobShare every 3rd run",
         recomputed_median=median_of("recomputed"),
         written_median=median_of("written"),
@@ -230,12 +231,28 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--tqs", type=int, help="TaskQueues of the cycle's figures")
     parser.add_argument("--only", choices=["full", "cycle"], help="one of the two parts")
+    parser.add_argument(
+        "--fillfactor",
+        type=int,
+        help="the TaskQueue table's fillfactor in the throw-away database (room on each page "
+        "for a priority's new row version beside the old: an update that touches no index)",
+    )
     args = parser.parse_args()
     n_tqs, n_users, n_cycle = SCALES[args.scale]
 
     with throwaway_database("priorities"):
         from simulation import demo
 
+        if args.fillfactor:
+            from django.db import connection
+
+            from matcher.models import TaskQueue
+
+            with connection.cursor() as cur:
+                cur.execute(
+                    f"ALTER TABLE {TaskQueue._meta.db_table} SET (fillfactor = %s)"
+                    % int(args.fillfactor)
+                )
         demo.create_world()
         if args.only != "cycle":
             full_recompute(n_tqs, n_users, args.scale, args.repeat)
@@ -247,7 +264,7 @@ def main() -> None:
             with connection.cursor() as cur:  # the cycle's grid alone
                 cur.execute(f"DELETE FROM {TaskQueuePriorityCount._meta.db_table}")
                 cur.execute(f"DELETE FROM {TaskQueue._meta.db_table}")
-            cycle_at_scale(args.tqs or n_cycle, args.scale, max(args.repeat, 7))
+            cycle_at_scale(args.tqs or n_cycle, args.scale, max(args.repeat, 7), args.fillfactor)
 
 
 if __name__ == "__main__":
