@@ -388,13 +388,20 @@ def record_cycle(decisions, submitted, now, run_id) -> list[Pilot]:
 
 
 def end_unstarted_local_pilots() -> int:
-    """Local pilots that will never register (their process ended, or it stayed silent for
-    LocalPilotStartSeconds) are Aborted with the reason and their last output line, so their
-    TaskQueue is no longer "over its cap" with pilots that are not coming."""
+    """Pilots started on this machine that will never register (their process ended, or it
+    stayed silent for LocalPilotStartSeconds) are Aborted with the reason and their last output
+    line, so their TaskQueue is no longer "over its cap" with pilots that are not coming. A
+    PanDA pilot counts as started once its launcher has started it: its launcher's log is read."""
+    from pilots.panda_pilots import GRID_TYPE as PANDA  # panda_pilots imports this module
+
     submitted = Pilot.objects.filter(
-        grid_type=LocalBackend.grid_type, status=PilotStatus.SUBMITTED
-    ).values_list("pk", "reference", "submitted")
-    ended = local_pilots.unstarted(submitted, gdpconfig.get("LocalPilotStartSeconds"))
+        grid_type__in=[LocalBackend.grid_type, PANDA], status=PilotStatus.SUBMITTED
+    ).values_list("pk", "reference", "submitted", "grid_type")
+    logs = [
+        (pk, f"{ref}-launcher" if grid_type == PANDA else ref, at)
+        for pk, ref, at, grid_type in submitted
+    ]
+    ended = local_pilots.unstarted(logs, gdpconfig.get("LocalPilotStartSeconds"))
     for pilot in ended:
         try:
             set_pilot_status(pilot.pilot_id, PilotStatus.ABORTED, pilot.reason)

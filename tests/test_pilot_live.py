@@ -197,3 +197,30 @@ def test_a_local_pilot_silent_past_its_start_time_is_aborted_but_a_young_one_is_
     assert pilots["old"].status == "Aborted"
     assert pilots["old"].history.get().reason == "it did not register within 60 s"
     assert pilots["young"].status == "Submitted"
+
+
+def test_a_panda_pilot_whose_launcher_died_before_starting_it_is_aborted(submit):
+    from matcher.models import TaskQueue
+    from pilots import local_pilots
+    from pilots.services import end_unstarted_local_pilots
+
+    tq = TaskQueue.objects.get(pk=submit("alice").task_queue_id)
+    now = clock.now()
+    reference = "panda://ce.example/launcher-died"
+    pilot = Pilot.objects.create(
+        reference=reference,
+        task_queue_id=tq.pk,
+        grid_type="PanDA",
+        submit_pool="PanDA",
+        status="Submitted",
+        submitted=now,
+        status_changed=now,
+    )
+    log = local_pilots.log_path(f"{reference}-launcher")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"Traceback: no such queue\n{local_pilots.EXIT_LINE}1\n")
+
+    assert end_unstarted_local_pilots() == 1
+    pilot.refresh_from_db()
+    assert pilot.status == "Aborted"
+    assert "exited (code 1)" in pilot.history.get().reason
