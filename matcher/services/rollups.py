@@ -209,6 +209,9 @@ class _Folder:
                 except DatabaseError:
                     log.warning("folding the job counts failed", exc_info=True)
                     self.failures += 1
+                finally:
+                    # No session kept between folds: a test or benchmark may drop its
+                    # database at any moment, and folds are seconds apart.
                     connection.close()
         finally:
             connection.close()
