@@ -12,7 +12,14 @@ requirements that do not build here (gfal2-python); what the TaskQueueDB needs i
         diracx-core diracx-client importlib_metadata importlib_resources cachetools requests \
         psutil pyasn1 pyasn1_modules
 
-Then:
+Then, both matchers on one shape's world in one run (`--shape`: bench/match.py builds the
+world with the project's own interpreter, times gridwms's serial matches on it and writes it
+out; this script then times DIRAC's on the same world):
+
+    /path/to/dirac-venv/bin/python bench/dirac_tqdb.py --shape tq100 --scale full
+    # also tq1000, tq4000, many-small
+
+or the two steps by hand:
 
     .venv/bin/python bench/match.py --shape many-small --scale full --dump-world /tmp/world.json
     /path/to/dirac-venv/bin/python bench/dirac_tqdb.py /tmp/world.json
@@ -23,7 +30,9 @@ TaskQueueDB.insertJob (which makes the same TaskQueues; with --load fast, the de
 each TaskQueue's first job, the others as the rows insertJob would add), sets each TaskQueue's
 priority to ours, then times 1,000 serial TaskQueueDB.matchAndGetJob calls over the same twenty
 resource descriptions, each taking a job, after one untimed call per resource. Prints JSON lines
-match_p50_ms, match_p99_ms, matches_per_s with "engine": "dirac".
+match_p50_ms, match_p99_ms, matches_per_s with "engine": "dirac"; with --shape, also gridwms's
+lines (bench/match.py's, "engine": "gridwms") and `dirac_over_gridwms_p50`, DIRAC's p50 over
+ours in the same run (target: at least 10).
 """
 
 from __future__ import annotations
@@ -33,11 +42,16 @@ import json
 import os
 import secrets
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 DB, USER = f"dirac_tqdb_{os.getpid()}", f"dirac_{os.getpid()}"
+ROOT = Path(__file__).resolve().parent.parent
+SHAPES = ("tq100", "tq1000", "tq4000", "many-small")
+TARGET_RATIO = 10
 
 
 def emit(metric: str, value: float, unit: str, **context) -> None:
@@ -149,7 +163,14 @@ def match_dict(r: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("world")
+    parser.add_argument("world", nargs="?", help="a world written by bench/match.py --dump-world")
+    parser.add_argument("--shape", choices=SHAPES, help="build this shape's world and time both")
+    parser.add_argument("--scale", choices=["small", "full"], default="full")
+    parser.add_argument(
+        "--project-python",
+        default=str(ROOT / ".venv" / "bin" / "python"),
+        help="the interpreter that runs bench/match.py (the project's virtualenv)",
+    )
     parser.add_argument("--socket", default="/run/mysqld/mysqld.sock")
     parser.add_argument(
         "--load",
@@ -160,8 +181,20 @@ def main() -> None:
         "TaskQueue, 1,000 per statement; each: insertJob for every job (~40 ms a job)",
     )
     args = parser.parse_args()
-    with open(args.world) as f:
-        world = json.load(f)
+    if (args.world is None) == (args.shape is None):
+        parser.error("give a world file or --shape, not both")
+    ours = None
+    if args.shape:
+        world_file = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
+        try:
+            ours = gridwms_run(args, world_file)
+            with open(world_file) as f:
+                world = json.load(f)
+        finally:
+            os.unlink(world_file)
+    else:
+        with open(args.world) as f:
+            world = json.load(f)
     password = secrets.token_hex(12)
     admin(
         [
@@ -172,12 +205,48 @@ def main() -> None:
         args.socket,
     )
     try:
-        run(world, password, args.load)
+        dirac_p50 = run(world, password, args.load)
     finally:
         admin([f"DROP DATABASE {DB}", f"DROP USER '{USER}'@'localhost'"], args.socket)
+    if ours is not None:
+        emit(
+            "dirac_over_gridwms_p50",
+            dirac_p50 / ours["value"],
+            "x",
+            target=f">= {TARGET_RATIO}",
+            dirac_p50_ms=round(dirac_p50, 3),
+            gridwms_p50_ms=ours["value"],
+            shape=args.shape,
+            scale=args.scale,
+            loadavg_1m=round(os.getloadavg()[0], 2),
+        )
 
 
-def run(world: dict, password: str, load: str) -> None:
+def gridwms_run(args, world_file: str) -> dict:
+    """bench/match.py on the shape: it builds the world, times gridwms's serial matches, writes
+    the world out; its JSON lines are passed on marked "engine": "gridwms". Its match_p50_ms."""
+    argv = [args.project_python, str(ROOT / "bench" / "match.py"), "--shape", args.shape]
+    argv += ["--scale", args.scale, "--dump-world", world_file]
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")}
+    done = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    p50 = None
+    for line in done.stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        row = {**json.loads(line), "engine": "gridwms"}
+        print(json.dumps(row))
+        if row["metric"] == "match_p50_ms":
+            p50 = row
+    sys.stdout.flush()
+    if p50 is None:
+        raise SystemExit(f"bench/match.py printed no match_p50_ms (exit {done.returncode})")
+    if done.returncode:  # the figures are in; say that something after them failed
+        print(f"[dirac_tqdb] bench/match.py exited {done.returncode}", file=sys.stderr)
+    return p50
+
+
+def run(world: dict, password: str, load: str) -> float:
+    """DIRAC's TaskQueueDB on the world; its p50 in ms."""
     with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as cfg:
         cfg.write(configuration(world, password))
     os.environ["DIRACSYSCONFIG"] = cfg.name
@@ -253,6 +322,7 @@ def run(world: dict, password: str, load: str) -> None:
     emit("matches_per_s", len(times) / elapsed, "matches/s", **context)
     # DIRAC drops emptied TaskQueues 300 s later, or at exit: now, before the database goes.
     tqdb._TaskQueueDB__deleteTQWithDelay.purgeAll()
+    return p50
 
 
 if __name__ == "__main__":

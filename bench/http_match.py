@@ -28,8 +28,17 @@ Prints one JSON object per line (bench/RESULTS.md, How the benchmarks report):
                                  history rows of moves to sent)
   http_matches_per_s_gunicorn    the same load on gunicorn, in the same run
   http_matches_per_s_runserver   the same load on runserver, in the same run
+  server_cpu_ms_per_match        CPU (utime + stime) of the production server's processes
+                                 inside the timed windows, per match
+  db_cpu_ms_per_match            the same of the PostgreSQL backends serving them
 with the machine's CPU context (cores, load, busy cores while timing, CPU per match of the
-server, the database and the clients) on each line.
+server, the database and the clients) on each line, and each goal as `target`. On a shared
+machine rates follow the CPU the others leave: compare CPU per match. `--baseline CHECKOUT`
+times another checkout's servers too, round by round on the same world, and gives both
+figures with their ratio (`baseline_over_ours`):
+
+    git worktree add --detach /tmp/gridwms-old <commit>
+    .venv/bin/python bench/http_match.py --scale small --servers granian --baseline /tmp/gridwms-old
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,9 +151,10 @@ def server_argv(kind: str, port: int) -> tuple[list[str], dict]:
     return [sys.executable, "-m", "gridwms.webserver"], env
 
 
-def start_server(argv: list[str], env: dict, port: int, logfile) -> subprocess.Popen:
+def start_server(argv: list[str], env: dict, port: int, logfile, code=ROOT) -> subprocess.Popen:
+    """The server from the checkout `code` (this one, or --baseline's)."""
     server = subprocess.Popen(
-        argv, cwd=ROOT, env=env, stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True
+        argv, cwd=code, env=env, stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True
     )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -204,6 +215,40 @@ def _backends() -> list[int]:
             "AND pid <> pg_backend_pid()"
         )
         return [r[0] for r in cur.fetchall()]
+
+
+class WindowCpu(threading.Thread):
+    """The CPU seconds the web server's processes and the PostgreSQL backends serving them
+    (every session on the throw-away database but this bench's own) spend inside the timed
+    window, from /proc/<pid>/stat (utime + stime) read as the window opens and as it closes:
+    the warm-up, the server's start and the world's loading are not counted. Matches counted
+    in the same window divide them. The backends are read from pg_stat_activity by this
+    thread's own session (then closed); a backend that ends inside the window is counted up to
+    its last reading only (none does: connections are persistent)."""
+
+    def __init__(self, server_pid: int, opens: float, closes: float):
+        super().__init__(daemon=True)
+        self.server_pid, self.opens, self.closes = server_pid, opens, closes
+        self.server_s = self.db_s = 0.0
+        self.backends = 0
+
+    def _read(self) -> tuple[dict, dict]:
+        procs = _descendants(self.server_pid)
+        return {p: _cpu_seconds(p) for p in procs}, {p: _cpu_seconds(p) for p in _backends()}
+
+    def run(self) -> None:
+        from django.db import connection
+
+        try:
+            time.sleep(max(0.0, self.opens - time.time()))
+            server0, db0 = self._read()
+            time.sleep(max(0.0, self.closes - time.time()))
+            server1, db1 = self._read()
+        finally:
+            connection.close()
+        self.server_s = sum(v - server0.get(p, 0.0) for p, v in server1.items())
+        self.db_s = sum(v - db0.get(p, 0.0) for p, v in db1.items())
+        self.backends = len(db1)
 
 
 # --- the pilots: a cheap load generator --------------------------------------------------------
@@ -298,12 +343,14 @@ def pilots(port, token, references, start_at, warmup, seconds, out) -> None:
     out.put(("done", times, jobs, statuses, time.process_time() - cpu0))
 
 
-def drive(port: int, token: str, label: str, warmup: float, seconds: float) -> dict:
-    """Run the eight pilots against the server on `port`; what they saw."""
+def drive(
+    port: int, token: str, label: str, warmup: float, seconds: float, start_at: float
+) -> dict:
+    """Run the eight pilots against the server on `port` from `start_at` (time.time()); what
+    they saw."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     refs = [f"{PILOT_PREFIX}-{label}-{i}" for i in range(CLIENTS)]
-    start_at = time.time() + 1.5  # spawned interpreters need a moment
     procs = [
         ctx.Process(
             target=pilots,
@@ -344,19 +391,20 @@ def drive(port: int, token: str, label: str, warmup: float, seconds: float) -> d
 # --- a round against one server --------------------------------------------------------------
 
 
-def run_round(kind: str, label: str, port: int, env: dict, token: str, warmup, seconds) -> dict:
+def run_round(
+    kind: str, label: str, port: int, env: dict, token: str, warmup, seconds, code=ROOT
+) -> dict:
     argv, extra = server_argv(kind, port)
     with tempfile.TemporaryFile() as logfile:
-        server = start_server(argv, {**env, **extra}, port, logfile)
+        server = start_server(argv, {**env, **extra}, port, logfile, code)
         try:
-            procs = _descendants(server.pid)
-            backends_before = set(_backends())
-            server_cpu0 = {p: _cpu_seconds(p) for p in procs}
+            start_at = time.time() + 1.5  # the pilots' spawned interpreters need a moment
+            window = WindowCpu(server.pid, start_at + warmup, start_at + warmup + seconds)
+            window.start()
             with MachineCpu() as machine:
-                seen = drive(port, token, label, warmup, seconds)
-            backends = set(_backends()) - backends_before | backends_before
-            server_cpu = sum(_cpu_seconds(p) - server_cpu0.get(p, 0.0) for p in procs)
-            db_cpu = sum(_cpu_seconds(p) for p in backends)  # since each backend started
+                seen = drive(port, token, label, warmup, seconds, start_at)
+            window.join()
+            server_cpu, db_cpu = window.server_s, window.db_s
         except BaseException:
             logfile.seek(0)
             sys.stderr.write(logfile.read().decode(errors="replace")[-4000:])
@@ -376,7 +424,8 @@ def run_round(kind: str, label: str, port: int, env: dict, token: str, warmup, s
         "cpu": {
             **machine.context(),
             "server_cpu_ms_per_match": round(server_cpu * 1000 / max(n, 1), 3),
-            "db_cpu_ms_per_match_upper": round(db_cpu * 1000 / max(n, 1), 3),
+            "db_cpu_ms_per_match": round(db_cpu * 1000 / max(n, 1), 3),
+            "db_backends": window.backends,
             "client_cpu_ms_per_match": round(seen["client_cpu_s"] * 1000 / max(n, 1), 3),
         },
     }
@@ -437,6 +486,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="override the production window")
     parser.add_argument("--jobs", type=int, help="override the number of waiting jobs")
     parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="another checkout of gridwms (git worktree add /tmp/old <commit>): each round "
+        "also times its servers on the same world, alternating, for before/after ratios",
+    )
+    parser.add_argument(
         "--servers",
         default=",".join(SERVERS),
         help="servers to time, the first is the headline (default: granian,gunicorn,runserver)",
@@ -481,14 +536,21 @@ def main() -> None:
                 **machine_context(),
             }
             rounds: dict = {kind: [] for kind in servers}
+            baseline: dict = {kind: [] for kind in servers}
+            codes = [(ROOT, rounds)]
+            if args.baseline:
+                codes.append((Path(args.baseline).resolve(), baseline))
             for r in range(repeats):  # side by side: each round times every server in turn
                 for kind, port in zip(servers, ports, strict=True):
-                    log(f"round {r + 1}/{repeats}: {kind}")
                     window = scale.runserver_seconds if kind == "runserver" else seconds
-                    rounds[kind].append(
-                        run_round(kind, f"{kind}{r}", port, env, token, scale.warmup, window)
-                    )
-            report(rounds, context)
+                    # Before and after alternate which goes first, round by round.
+                    for code, into in codes[:: 1 if r % 2 == 0 else -1]:
+                        log(f"round {r + 1}/{repeats}: {kind} ({code})")
+                        label = f"{kind}{r}" + ("b" if into is baseline else "")
+                        into[kind].append(
+                            run_round(kind, label, port, env, token, scale.warmup, window, code)
+                        )
+            report(rounds, context, baseline if args.baseline else None, args.baseline)
         finally:
             shutil.rmtree(static_root, ignore_errors=True)
             _wait_for_backends()
@@ -507,11 +569,47 @@ def _wait_for_backends(timeout: float = 30.0) -> None:
         time.sleep(0.2)
 
 
-def report(rounds: dict, context: dict) -> None:
+# What the pilots' match should cost and give on this 2-core machine: half the CPU per match
+# measured before (0.55 ms in the web server, 0.56 ms in PostgreSQL), 3,000 matches/s, p99 20 ms.
+TARGETS = {
+    "http_matches_per_s": ">= 3000",
+    "http_match_p99_ms": "<= 20",
+    "server_cpu_ms_per_match": "<= 0.275",
+    "db_cpu_ms_per_match": "<= 0.28",
+}
+
+
+def report(rounds: dict, context: dict, baseline=None, baseline_code=None) -> None:
     """The headline figures for the first server (the production default); the others side by
-    side, each with the headline's ratio to it."""
+    side, each with the headline's ratio to it; with a baseline checkout, its figures and the
+    ratio of each to ours, measured in the same run."""
     kinds = list(rounds)
     head = rounds[kinds[0]]
+    for key in ("server_cpu_ms_per_match", "db_cpu_ms_per_match"):
+        ours = statistics.median(r["cpu"][key] for r in head)
+        extra = {"per_round": [r["cpu"][key] for r in head]}
+        if baseline:
+            theirs = statistics.median(r["cpu"][key] for r in baseline[kinds[0]])
+            extra.update(
+                baseline=theirs,
+                baseline_per_round=[r["cpu"][key] for r in baseline[kinds[0]]],
+                baseline_code=str(baseline_code),
+                baseline_over_ours=round(theirs / ours, 2) if ours else None,
+            )
+        emit(key, ours, "ms", target=TARGETS[key], **extra, **context, server=kinds[0])
+    if baseline:
+        for kind, rs in baseline.items():
+            emit(
+                f"http_matches_per_s_{kind}_baseline",
+                statistics.median(r["rate"] for r in rs),
+                "matches/s",
+                per_round=[round(r["rate"], 1) for r in rs],
+                p50_ms=round(statistics.median(r["p50"] for r in rs), 3),
+                p99_ms=round(statistics.median(r["p99"] for r in rs), 3),
+                baseline_code=str(baseline_code),
+                **{f"median_{k}": statistics.median(r["cpu"][k] for r in rs) for k in rs[0]["cpu"]},
+                **context,
+            )
 
     def med(key, rs):
         return statistics.median(r[key] for r in rs)
@@ -529,6 +627,7 @@ def report(rounds: dict, context: dict) -> None:
         "http_matches_per_s",
         med("rate", head),
         "matches/s",
+        target=TARGETS["http_matches_per_s"],
         per_round=[round(r["rate"], 1) for r in head],
         matches=sum(r["n"] for r in head),
         **common,
@@ -538,10 +637,11 @@ def report(rounds: dict, context: dict) -> None:
             f"http_match_{key}_ms",
             med(key, head),
             "ms",
+            **({"target": TARGETS[f"http_match_{key}_ms"]} if key == "p99" else {}),
             per_round=[round(r[key], 3) for r in head],
             **common,
         )
-    every = [r for rs in rounds.values() for r in rs]
+    every = [r for rs in (*rounds.values(), *(baseline or {}).values()) for r in rs]
     check = database_check(
         [j for r in every for j in r["jobs"]], [ref for r in every for ref in r["refs"]]
     )

@@ -90,57 +90,61 @@ class ResourceDescriptionSerializer(
         return attrs
 
     def resource(self, user) -> matching.Resource:
-        """The validated description as the matcher sees it, with the credential's rules: a
-        generic-pilot credential (or staff) takes any non-private TaskQueue, optionally narrowed
-        to an owner group / DN; any other credential is a private pilot of its own user."""
-        a = self.validated_data
-        groups = {name: pk for pk, name, _ in topology.groups_of(user)}
-        generic = user.is_staff or any(g for _, _, g in topology.groups_of(user))
-        owner_id = group_id = None
-        private = False
-        if generic:
-            if "owner_group" in a:
-                group = GridGroup.objects.filter(name=a["owner_group"]).first()
-                if group is None:
-                    raise serializers.ValidationError({"owner_group": ["Unknown group."]})
-                group_id, private = group.pk, True
-            if "owner_dn" in a:
-                owner = User.objects.filter(dn=a["owner_dn"]).first()
-                if owner is None:
-                    raise serializers.ValidationError({"owner_dn": ["Unknown DN."]})
-                owner_id, private = owner.pk, True
-                if group_id is None:
-                    raise serializers.ValidationError({"owner_group": ["Required with owner_dn."]})
-        else:
-            name = a.get("owner_group") or (next(iter(groups)) if len(groups) == 1 else None)
-            if name is None:
-                raise serializers.ValidationError(
-                    {"owner_group": ["Required: your credential belongs to several groups."]}
-                )
-            if name not in groups:
-                raise serializers.ValidationError(
-                    {"owner_group": [f"Your credential is not in group {name}."]}
-                )
-            if "owner_dn" in a and a["owner_dn"] != user.dn:
-                raise serializers.ValidationError(
-                    {"owner_dn": ["A private pilot runs only its own credential's jobs."]}
-                )
-            owner_id, group_id, private = user.pk, groups[name], True
-        pilot_type = a.get("pilot_type")
-        if private and pilot_type is None:
-            pilot_type = "private"
-        return matching.Resource(
-            site=a["site"],
-            grid_ce=a.get("grid_ce"),
-            setup=a["setup"],
-            cpu_time=a["cpu_time"],
-            platforms=frozenset(a.get("platform", [])),
-            tags=frozenset(a.get("tag", [])),
-            pilot_type=pilot_type,
-            owner_id=owner_id,
-            owner_group_id=group_id,
-            private=private,
-        )
+        """The validated description as the matcher sees it (`resource_of`)."""
+        return resource_of(self.validated_data, user)
+
+
+def resource_of(a: dict, user) -> matching.Resource:
+    """A validated description as the matcher sees it, with the credential's rules: a
+    generic-pilot credential (or staff) takes any non-private TaskQueue, optionally narrowed
+    to an owner group / DN; any other credential is a private pilot of its own user."""
+    groups = {name: pk for pk, name, _ in topology.groups_of(user)}
+    generic = user.is_staff or any(g for _, _, g in topology.groups_of(user))
+    owner_id = group_id = None
+    private = False
+    if generic:
+        if "owner_group" in a:
+            group = GridGroup.objects.filter(name=a["owner_group"]).first()
+            if group is None:
+                raise serializers.ValidationError({"owner_group": ["Unknown group."]})
+            group_id, private = group.pk, True
+        if "owner_dn" in a:
+            owner = User.objects.filter(dn=a["owner_dn"]).first()
+            if owner is None:
+                raise serializers.ValidationError({"owner_dn": ["Unknown DN."]})
+            owner_id, private = owner.pk, True
+            if group_id is None:
+                raise serializers.ValidationError({"owner_group": ["Required with owner_dn."]})
+    else:
+        name = a.get("owner_group") or (next(iter(groups)) if len(groups) == 1 else None)
+        if name is None:
+            raise serializers.ValidationError(
+                {"owner_group": ["Required: your credential belongs to several groups."]}
+            )
+        if name not in groups:
+            raise serializers.ValidationError(
+                {"owner_group": [f"Your credential is not in group {name}."]}
+            )
+        if "owner_dn" in a and a["owner_dn"] != user.dn:
+            raise serializers.ValidationError(
+                {"owner_dn": ["A private pilot runs only its own credential's jobs."]}
+            )
+        owner_id, group_id, private = user.pk, groups[name], True
+    pilot_type = a.get("pilot_type")
+    if private and pilot_type is None:
+        pilot_type = "private"
+    return matching.Resource(
+        site=a["site"],
+        grid_ce=a.get("grid_ce"),
+        setup=a["setup"],
+        cpu_time=a["cpu_time"],
+        platforms=frozenset(a.get("platform", [])),
+        tags=frozenset(a.get("tag", [])),
+        pilot_type=pilot_type,
+        owner_id=owner_id,
+        owner_group_id=group_id,
+        private=private,
+    )
 
 
 class FileSizeSerializer(serializers.Serializer):
