@@ -1,47 +1,47 @@
 """Bulk loading of activated jobs with their TaskQueues, for the demo and for scale work.
 
 Jobs are generated from a few dozen requirement templates (so that they fall into a realistic
-number of TaskQueues), then written batch by batch, each batch one transaction holding the
-jobs, their TaskQueue memberships and their first status-history row, written by the job
-lifecycle's service (matcher.services.create_jobs): a load stopped mid-way leaves only whole
-jobs. It gets COPY text made here, and two connections write batches at once while this
-thread prepares the next one: most of the database's work (foreign-key checks at commit, index
-updates) runs on one core per connection. The tables are analysed at the end.
+number of TaskQueues), drawn batch by batch, and written by the job lifecycle's bulk writer
+(matcher/services/bulkload.py): the jobs, their TaskQueue memberships, their first
+status-history row, the per-priority counts and the job counts, built by the database from
+five numbers per job. A large load into a smaller job table is one transaction that builds the
+indexes at its end while a thread draws the next batch; any other goes batch by batch, each
+batch one transaction (a load stopped mid-way leaves only whole batches), two connections
+writing at once. The tables are analysed at the end.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import os
+import queue
 import random
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
 
-from core import clock, db, gdpconfig
+from core import clock, gdpconfig
 from matcher import feasibility, taskqueues
 from matcher.dispatcher import ce_resources
-from matcher.lifecycle import ACTIVATED
-from matcher.models import ComputingElement, Site
-from matcher.services import enqueue, housekeeping, moves, submission
+from matcher.models import ComputingElement, JobStatusHistory, Site
+from matcher.services import bulkload, enqueue, housekeeping, moves, submission
 from shares.models import User
-
-JOB_COLUMNS = list(submission.NEW_JOB_COLUMNS)
-MEMBER_COLUMNS = list(enqueue.MEMBER_COLUMNS)
-HISTORY_COLUMNS = list(moves.HISTORY_COLUMNS)
 
 PLATFORMS = ["x86_64-el9", "x86_64-centos7", "aarch64-el9"]
 TAGS = ["MultiProcessor", "4Processors", "8Processors", "16GB", "GPU"]
 JOB_KINDS = ["mc-sim", "reco", "stripping", "user-ana", "merge", "test"]
 PRIORITIES = (1, 1, 1, 2, 3, 5, 8)
 WAITING = submission.WAITING  # an activated job's status reason
-JSON_FIELDS = taskqueues.MULTI_VALUED_FIELDS
+REASON = "loaded"  # its history row's: "loaded; joined TaskQueue <id>"
 LOAD_WORKERS = 2
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -62,6 +62,7 @@ class LoadResult:
     jobs: int
     taskqueues: int
     seconds: float
+    bulk_built: bool = False  # in one transaction, indexes built at the end (bulkload)
 
     @property
     def rows_per_s(self) -> float:
@@ -143,7 +144,7 @@ def _requirements(rng: random.Random, sites, ces, pools) -> dict:
 @dataclass
 class _Batch:
     """One batch's drawn values, column by column (TaskQueue ids, templates, CPU times,
-    priorities), and the time it was drawn. Job ids are reserved apart (moves.reserve_job_ids)."""
+    priorities), and the time it was drawn. Ids are reserved apart (bulkload.reserve_job_ids)."""
 
     tqs: list[int]
     templates: list[int]
@@ -188,81 +189,67 @@ def _draw(
     return _Batch(tqs, tpl, cpu, prio, clock.now())
 
 
-def _job_fields(t: Template) -> tuple:
-    r = t.requirements
-    return (t.owner_id, t.owner_group_id, t.kind, t.setup, *(json.dumps(r[f]) for f in JSON_FIELDS))
-
-
-def _copy_text(ids: list[int], b: _Batch, templates: list[Template]) -> tuple[str, str, str]:
-    """The batch as COPY text for the jobs, the memberships and the history (see *_COLUMNS),
-    made from per-template pieces rather than row by row through psycopg's write_row and
-    json.dumps per job, which took most of the Python time of a load."""
-    # Per template, the constant parts of a job line around its name's number and CPU time.
-    heads, mids, lists = [], [], []
-    for t in templates:
-        owner, group, kind, setup, *json_lists = (db.copy_escape(v) for v in _job_fields(t))
-        heads.append(f"\t{owner}\t{group}\t{kind}-")
-        mids.append(f"\t{setup}\t")
-        lists.append("\t" + "\t".join(json_lists) + "\t")
-    now = b.now.isoformat()
-    act = ACTIVATED
-    tail = f"\t{act}\t{WAITING}\t"
-    end = f"\t\t\t0\t{now}\t{now}\n"
-    rows = list(zip(ids, b.templates, b.cpu, b.prio, b.tqs, strict=True))
-    jobs = "".join(
-        [f"{i}{heads[t]}{i:07d}{mids[t]}{c}{lists[t]}{p}{tail}{q}{end}" for i, t, c, p, q in rows]
+def _staged(ids: Sequence[int], b: _Batch, templates: list[Template]) -> bulkload.StagedBatch:
+    """The batch as the five numbers per job the database builds its rows from (bulkload), its
+    per-priority counts and its jobs per owner and group."""
+    rows = "".join(
+        [f"{i}\t{t}\t{c}\t{p}\t{q}\n" for i, t, c, p, q in zip(ids, *_columns(b), strict=True)]
     )
-    members = "".join([f"{i}\t{q}\t{p}\n" for i, _, _, p, q in rows])
-    history = "".join([f"{i}\t{now}\t\t{act}\tloaded; joined TaskQueue {q}\n" for i, *_, q in rows])
-    return jobs, members, history
+    rollup: Counter = Counter()
+    for t, k in Counter(b.templates).items():
+        rollup[(templates[t].owner_id, templates[t].owner_group_id)] += k
+    counts = Counter(zip(b.tqs, b.prio, strict=True))
+    return bulkload.StagedBatch(rows.encode(), b.now, len(b.tqs), counts, rollup)
+
+
+def _columns(b: _Batch) -> tuple:
+    return b.templates, b.cpu, b.prio, b.tqs
 
 
 @dataclass
-class _Prepared:
-    """A batch ready to write: ids reserved and COPY data made beforehand, by the thread that
-    draws the batches, so that the writers' connections only COPY and commit."""
+class _Load:
+    """A load's fixed parts: its templates as the writer takes them, the users and groups they
+    name, the history reason."""
 
-    batch: _Batch
-    copy_data: list[bytes]
-    rollup: Counter | None = None  # {(owner, group, site): jobs}, for the job counts
+    templates: list[bulkload.JobTemplate]
+    users: set[int]
+    groups: set[int]
 
-
-def _prepare(batch: _Batch, templates: list[Template]) -> _Prepared:
-    ids = moves.reserve_job_ids(len(batch.tqs))
-    rollup = Counter()
-    for t, n in Counter(batch.templates).items():
-        rollup[(templates[t].owner_id, templates[t].owner_group_id, "")] += n
-    copy_data = [text.encode() for text in _copy_text(ids, batch, templates)]
-    return _Prepared(batch, copy_data, rollup)
+    def writer(self, cur) -> bulkload.Writer:
+        return bulkload.Writer(cur, self.templates, WAITING, REASON).open()
 
 
-def _write(prepared: _Prepared) -> int:
-    """One batch in one transaction, through the lifecycle's bulk path (moves.create_jobs):
-    the jobs, their memberships, their history rows and the TaskQueues' per-priority counts
-    (last, so that concurrent writers hold those rows only for the moment of their commit)."""
-    batch = prepared.batch
-    counts = Counter(zip(batch.tqs, batch.prio, strict=True))
-    jobs, members, history = prepared.copy_data
-    with transaction.atomic(), connection.cursor() as cur:
-        new = moves.NewJobs(
-            ACTIVATED, JOB_COLUMNS, jobs, members, history, counts, prepared.rollup
-        )
-        moves.create_jobs(new, by=moves.SUBMISSION, cursor=cur)
-    return len(batch.tqs)
+def _write_batch(load: _Load, staged: bulkload.StagedBatch) -> int:
+    """One batch in one transaction of its own (or a savepoint of a caller's): its TaskQueues,
+    users and groups held, its rows, then its counts."""
+    own = not connection.in_atomic_block
+    try:
+        with transaction.atomic(), connection.cursor() as cur:
+            if own:
+                cur.execute("SET LOCAL synchronous_commit = off")  # all or nothing all the same
+            tqs = {tq for tq, _prio in staged.counts}
+            bulkload.hold_references(cur, load.users, load.groups, tqs)
+            with bulkload.foreign_key_checks_off(cur):
+                writer = load.writer(cur)
+                writer.write(staged)
+                writer.close()
+    except bulkload.ReferenceMissing as exc:
+        raise LoadError(f"removed during the load: {exc}") from exc
+    return staged.size
 
 
-def _write_on_own_connection(prepared: _Prepared) -> int:
+def _write_on_own_connection(load: _Load, staged: bulkload.StagedBatch) -> int:
     # In a worker thread: Django gives the thread its own connection; close it afterwards.
     try:
-        return _write(prepared)
+        return _write_batch(load, staged)
     finally:
         connection.close()
 
 
 def default_workers() -> int:
-    """Batches written at once. PostgreSQL spends most of a load checking foreign keys and
-    updating indexes, one core per connection: two connections keep two cores busy while
-    this thread prepares the next batch. A caller's open transaction (a test) is joined rather
+    """Batches written at once when a load goes batch by batch. PostgreSQL spends most of such a
+    load updating indexes, one core per connection: two connections keep two cores busy while
+    this thread draws the next batch. A caller's open transaction (a test) is joined rather
     than bypassed: one at a time then."""
     if connection.in_atomic_block:
         return 1
@@ -279,11 +266,15 @@ def load_jobs(
     segment: int | None = None,
     cpu_times: Sequence[int] | None = None,
     exclude_owners: Collection[str] = (),
+    bulk_build: bool | None = None,
 ) -> LoadResult:
     """Insert `n` activated jobs into their TaskQueues; returns counts and elapsed seconds.
 
-    Each batch is one transaction; with several workers (PostgreSQL only) batches commit in
-    parallel, each on its own connection, so a failed load leaves whole batches behind.
+    A large load into a smaller job table is one transaction that builds the job tables'
+    indexes at its end (matcher/services/bulkload.py says when, and what others see); any other
+    is written batch by batch, each batch one transaction, with several workers (batches commit
+    in parallel, each on its own connection), so a failed load leaves whole batches behind.
+    `bulk_build`: True or False to choose, None to follow that rule.
     `segment` (one of CPUSegments) puts every job in that CPU segment instead of a uniform one;
     `cpu_times` draws each job's CPU time among these values (those in the segments its
     template reaches) instead of uniformly inside a segment; `exclude_owners`: users who own
@@ -311,56 +302,145 @@ def load_jobs(
             [(index[c], c) for c in cpu_times if index[c] < top] or [(top - 1, segments[top - 1])]
             for top in counts
         ]
-    with transaction.atomic():
-        defs = [
-            taskqueues.definition(
-                t.owner_id, t.owner_group_id, t.setup, seg, t.requirements, segments
-            )
+    defs = [
+        taskqueues.definition(t.owner_id, t.owner_group_id, t.setup, seg, t.requirements, segments)
+        for t in templates
+        for seg in segments
+    ]
+    load = _Load(
+        [
+            bulkload.JobTemplate(t.owner_id, t.owner_group_id, f"{t.kind}-", t.setup, req)
             for t in templates
-            for seg in segments
-        ]
-        # tq_of[template index * len(segments) + segment index]
-        tq_of = [tq.pk for tq in enqueue.taskqueues_for(defs)]
+            for req in [t.requirements]
+        ],
+        {t.owner_id for t in templates},
+        {t.owner_group_id for t in templates},
+    )
+    ids = bulkload.reserve_job_ids(n)
+    history_ids = bulkload.reserve_ids(JobStatusHistory, n)
     used_tqs: set[int] = set()
 
-    def batches():
+    def batches(tq_of: list[int]) -> Iterator[bulkload.StagedBatch]:
+        # tq_of[template index * len(segments) + segment index]
         for start in range(0, n, batch_size):
-            batch = _draw(
-                rng,
-                min(batch_size, n - start),
-                len(templates),
-                segments,
-                tq_of,
-                pinned,
-                tops,
-                cpu_choices,
-            )
+            size = min(batch_size, n - start)
+            batch = _draw(rng, size, len(templates), segments, tq_of, pinned, tops, cpu_choices)
             used_tqs.update(batch.tqs)
-            yield _prepare(batch, templates)
+            staged = _staged(ids[start : start + size], batch, templates)
+            if history_ids is not None:
+                staged.history_ids = history_ids[start : start + size]
+            yield staged
 
-    workers = default_workers() if workers is None else workers
-    done = 0
-    if workers <= 1 or connection.in_atomic_block:
-        for prepared in batches():
-            done += _write(prepared)
-            if progress:
-                progress(done, n)
-    else:
-        with ThreadPoolExecutor(workers, thread_name_prefix="load_jobs") as pool:
-            pending: set = set()
-            for prepared in batches():
-                if len(pending) >= workers:
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        done += future.result()
-                        if progress:
-                            progress(done, n)
-                pending.add(pool.submit(_write_on_own_connection, prepared))
-            for future in as_completed(pending):
-                done += future.result()
-                if progress:
-                    progress(done, n)
+    tq_of = None
+    if n and bulkload.bulk_build_wanted(n, bulk_build):
+        try:
+            tq_of = _load_at_once(load, defs, batches, n, progress)
+        except bulkload.Busy as exc:
+            log.info("loading batch by batch: %s", exc)
+    built = tq_of is not None
+    if tq_of is None:
+        tq_of = _load_by_batches(load, defs, batches, n, workers, progress)
     # Template TaskQueues that drew no job would stay empty: drop them.
     housekeeping.drop_empty_taskqueues(set(tq_of) - used_tqs)
     moves.analyse_job_tables()
-    return LoadResult(jobs=n, taskqueues=len(used_tqs), seconds=time.perf_counter() - started)
+    return LoadResult(n, len(used_tqs), time.perf_counter() - started, bulk_built=built)
+
+
+def _load_at_once(load: _Load, defs, batches, n: int, progress) -> list[int]:
+    """The whole load in one transaction: its TaskQueues made and held, the job tables locked
+    and their indexes built at the end (bulkload.indexes_built_after), the batches drawn by a
+    thread of their own while the database writes the previous one. Busy if the tables are."""
+    own = not connection.in_atomic_block
+    with transaction.atomic(), connection.cursor() as cur:
+        if own:
+            cur.execute("SET LOCAL synchronous_commit = off")
+        tq_of = _held_taskqueues(cur, load, defs)
+        with bulkload.indexes_built_after(cur), bulkload.foreign_key_checks_off(cur):
+            writer = load.writer(cur)
+            done = 0
+            for staged in _ahead(batches(tq_of)):
+                writer.write(staged)
+                done += staged.size
+                if progress:
+                    progress(done, n)
+            writer.close()
+    return tq_of
+
+
+def _held_taskqueues(cur, load: _Load, defs) -> list[int]:
+    # A TaskQueue found empty may be dropped (housekeeping) between finding and holding it:
+    # then it is made again.
+    for attempt in range(3):
+        tq_of = [tq.pk for tq in enqueue.taskqueues_for(defs)]
+        try:
+            bulkload.hold_references(cur, load.users, load.groups, set(tq_of))
+            return tq_of
+        except bulkload.ReferenceMissing as exc:
+            if attempt == 2:
+                raise LoadError(f"removed during the load: {exc}") from exc
+    raise AssertionError("unreachable")
+
+
+def _load_by_batches(load: _Load, defs, batches, n: int, workers, progress) -> list[int]:
+    with transaction.atomic():
+        tq_of = [tq.pk for tq in enqueue.taskqueues_for(defs)]
+    workers = default_workers() if workers is None else workers
+    done = 0
+    if workers <= 1 or connection.in_atomic_block:
+        for staged in batches(tq_of):
+            done += _write_batch(load, staged)
+            if progress:
+                progress(done, n)
+        return tq_of
+    with ThreadPoolExecutor(workers, thread_name_prefix="load_jobs") as pool:
+        pending: set = set()
+        for staged in batches(tq_of):
+            if len(pending) >= workers:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    done += future.result()
+                    if progress:
+                        progress(done, n)
+            pending.add(pool.submit(_write_on_own_connection, load, staged))
+        for future in as_completed(pending):
+            done += future.result()
+            if progress:
+                progress(done, n)
+    return tq_of
+
+
+_END = object()
+
+
+def _ahead(items: Iterator, depth: int = 2) -> Iterator:
+    """`items`, produced by a thread of their own up to `depth` ahead of the consumer: drawing a
+    batch (Python) overlaps the database writing the previous one. An error in the producer is
+    raised here; a consumer that stops early stops the producer."""
+    out: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        out.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            out.put(_END)
+        except BaseException as exc:  # handed to the consumer
+            out.put(exc)
+
+    thread = threading.Thread(target=produce, name="load_jobs-draw", daemon=True)
+    thread.start()
+    try:
+        while (item := out.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()

@@ -128,18 +128,25 @@ def test_bulk_loads_of_rows_and_of_copy_text_are_counted(world, users):
     assert_agree("after the bulk rows")
 
 
-def test_a_copy_load_without_its_numbers_is_counted_from_its_text(world, monkeypatch):
-    monkeypatch.setattr(bulk, "_Prepared", _without_rollup(bulk._Prepared))
-    bulk.load_jobs(60, seed=4, batch_size=25, workers=1)
-    assert Job.objects.count() == 60
+def test_a_copy_load_without_its_numbers_is_counted_from_its_text(world, users):
+    # moves.create_jobs given COPY text and no rollup reads the counts off the text.
+    from matcher.services import moves, submission
+
+    owner = users["alice"]
+    group = owner.grid_groups.values_list("pk", flat=True).first()
+    ids = moves.reserve_job_ids(3)
+    at = clock.now().isoformat()
+    lists = "\t".join(["[]"] * 8)
+    jobs = "".join(
+        f"{i}\t{owner.pk}\t{group}\tn\tany\t100\t{lists}\t1\tdefined\t\t\\N\t\t\t0\t{at}\t{at}\n"
+        for i in ids
+    )
+    history = "".join(f"{i}\t{at}\t\tdefined\tdefined\n" for i in ids)
+    new = moves.NewJobs("defined", submission.NEW_JOB_COLUMNS, jobs.encode(), (), history.encode())
+    with transaction.atomic():
+        moves.create_jobs(new, by=moves.DEFINITION)
+    assert Job.objects.filter(status="defined").count() == 3
     assert_agree("after a load counted from its text")
-
-
-def _without_rollup(cls):
-    def make(batch, copy_data, rollup=None):
-        return cls(batch, copy_data, None)
-
-    return make
 
 
 def test_retention_purges_jobs_out_of_the_counts_and_keeps_the_hours(users, submit):
