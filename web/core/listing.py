@@ -116,9 +116,12 @@ class SearchFilter(django_filters.CharFilter):
     index lookup, not a scan of every name for its digits), other text is looked for,
     case-insensitively, in the `text` fields.
 
-    A field of a related row (`task_job__task_id`) is matched by the ids of the rows it selects,
-    not by a join in the OR: `id = 5 OR <join>.task_id = 5` walked every job (a second at 1M),
-    `id IN (5, ...)` is a few index lookups."""
+    A field of a related row (`task_job__task_id`, `task_job__task__name`) is matched by the ids
+    of the rows it selects, not by a join in the OR: `id = 5 OR <join>.task_id = 5` walked every
+    job (a second at 1M), `id IN (5, ...)` is a few index lookups. Text too: a subquery in the OR
+    (`name LIKE ... OR id IN (SELECT ...)`) is a filter PostgreSQL applies row by row, walking
+    the table, where a list of ids lets it OR the name's trigram index (matcher migration 0017)
+    with the primary key's."""
 
     def __init__(self, *, ids=("id",), text=(), **kwargs):
         self.ids, self.text = tuple(ids), tuple(text)
@@ -146,8 +149,6 @@ class SearchFilter(django_filters.CharFilter):
         if "__" not in lookup.removesuffix("__icontains"):
             return Q(**{lookup: value})
         rows = qs.model._base_manager.filter(**{lookup: value}).values("pk")
-        if lookup.endswith("__icontains"):
-            return Q(pk__in=rows)
         ids = list(rows.values_list("pk", flat=True)[: SEARCH_IDS + 1])
         return Q(pk__in=ids) if len(ids) <= SEARCH_IDS else Q(pk__in=rows)
 
