@@ -338,7 +338,9 @@ def _drawn_claim(tq_id, uniforms, rng, mode, owner_id, fields):
             params = {
                 "tq": tq_id,
                 "dirac": mode == matching.DIRAC,
-                "u": uniforms,
+                # As an array literal: repr() is the shortest text that reads back as the
+                # same double; psycopg's list dumper cost a twentieth of the request.
+                "u": "{" + ",".join(map(repr, uniforms)) + "}",
                 "zero": matching.ZERO_PRIORITY_WEIGHT,
                 "owner": owner_id,
                 "r": rng.randrange(1 << 30),
