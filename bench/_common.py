@@ -61,11 +61,14 @@ def throwaway_database(name: str = "bench") -> Iterator[None]:
         yield
     finally:
         # Nothing of this process may still hold the database when it is dropped ("database
-        # ... is being accessed by other users"): the matcher's housekeeping thread has its own
-        # connection, so it is ended first, then every connection of this thread closed.
+        # ... is being accessed by other users"): the matcher's housekeeping thread and the job
+        # counts' folding thread have their own connections, so they are ended first, then
+        # every connection of this thread closed.
         from matcher.services.housekeeping import housekeeper
+        from matcher.services.rollups import folder
 
         housekeeper.stop()
+        folder.stop()
         connections.close_all()
         _wait_for_other_sessions()
         teardown_databases(old_config, verbosity=0)
