@@ -9,6 +9,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from core import gdpconfig
+from matcher import services
 from matcher.models import Job
 
 pytestmark = pytest.mark.django_db
@@ -375,6 +376,28 @@ def test_a_summary_groups_by_columns_gridwms_does_not_keep_as_one_value(users, s
     answer = dirac(users["alice"]).post("/api/jobs/summary", body, format="json")
     assert answer.status_code == 200, answer.content
     assert answer.json() == [{"VO": settings.GRID_VO, "JobGroup": None, "Site": "ANY", "count": 2}]
+
+
+def test_a_summary_read_from_the_job_counts_equals_one_counted_over_the_job_table(users, submit):
+    from matcher.services import rollups
+
+    for owner in ("alice", "alice", "bob"):
+        submit(owner)
+    job = submit("alice")
+    services.kill_job(job.pk, users["alice"])
+    grouping = ["Status", "MinorStatus", "Site", "Owner", "OwnerGroup", "VO", "JobType"]
+    everything = [{"parameter": "JobID", "operator": "gt", "value": 0}]
+    for who in ("alice", "admin"):
+        client = dirac(users[who])
+        counted = client.post("/api/jobs/summary", {"grouping": grouping}, format="json")
+        rollups.fold()
+        folded = client.post("/api/jobs/summary", {"grouping": grouping}, format="json")
+        scanned = client.post(
+            "/api/jobs/summary", {"grouping": grouping, "search": everything}, format="json"
+        )
+        assert counted.status_code == scanned.status_code == 200, counted.content
+        assert counted.json() == folded.json() == scanned.json()
+        assert sum(row["count"] for row in scanned.json()) >= 3
 
 
 def test_a_summary_filters_by_its_search_first(users, submit):

@@ -364,9 +364,52 @@ def summary(user, body) -> list[dict]:
     columns = [column(name, f"grouping[{i}]") for i, name in enumerate(grouping)]
     columns = list({c.name: c for c in columns}.values())
     names = [c.name for c in columns]
+    if not body.get("search") and set(names) <= set(COUNTED):
+        return _counted(user, names)
     qs, annotated = _filtered(user, body.get("search") or [])
     qs = _with(qs, annotated, columns)
     aliases = [_alias(n) for n in names]
     qs = qs.order_by().values(*aliases).annotate(dx_count=Count("id")).order_by(*aliases)
     rows = _evaluated(lambda: list(qs))
     return [{**{n: row[_alias(n)] for n in names}, "count": row["dx_count"]} for row in rows]
+
+
+# Columns a summary with no search reads from the job counts the mover keeps
+# (matcher/job_counts.py), not from the job table: (the count key, its value in DIRAC's words).
+COUNTED: dict[str, tuple[str | None, Callable[[object], object]]] = {
+    "Status": ("status", lambda state: vocabularies.dirac_status(str(state))),
+    "MinorStatus": ("status", lambda state: vocabularies.dirac_minor_status(str(state))),
+    "Site": ("site", lambda site: site or "ANY"),
+    "Owner": ("owner_id", lambda pk: pk),
+    "OwnerGroup": ("owner_group_id", lambda pk: pk),
+    "VO": (None, lambda _: settings.GRID_VO),
+    "JobType": (None, lambda _: "User"),
+}
+
+
+def _counted(user, names: list[str]) -> list[dict]:
+    from django.contrib.auth import get_user_model
+
+    from matcher import job_counts
+    from shares.models import GridGroup
+
+    keys = tuple(dict.fromkeys(k for k, _ in (COUNTED[n] for n in names) if k is not None))
+    found = job_counts.counts(user, keys or ("status",))
+    owners = groups = {}
+    if "Owner" in names:
+        ids = {key[keys.index("owner_id")] for key in found}
+        owners = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+    if "OwnerGroup" in names:
+        ids = {key[keys.index("owner_group_id")] for key in found}
+        groups = dict(GridGroup.objects.filter(pk__in=ids).values_list("pk", "name"))
+    named = {"owner_id": owners, "owner_group_id": groups}
+    totals: dict[tuple, int] = {}
+    for key, n in found.items():
+        values = dict(zip(keys, key, strict=True))
+        row = []
+        for name in names:
+            k, word = COUNTED[name]
+            value = values.get(k) if k else None
+            row.append(named[k].get(value, value) if k in named else word(value))
+        totals[tuple(row)] = totals.get(tuple(row), 0) + n
+    return [{**dict(zip(names, row, strict=True)), "count": n} for row, n in sorted(totals.items())]
