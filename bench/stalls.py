@@ -26,21 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
-def any_resource():
-    """A resource that takes every TaskQueue: every rule's wildcard."""
-    from matcher.matching import Resource
-
-    return Resource(
-        site="any",
-        grid_ce="any",
-        setup="any",
-        cpu_time=10**7,
-        platforms=frozenset({"any"}),
-        tags=frozenset({"any"}),
-        pilot_type="any",
-    )
-
-
 @dataclass
 class Window:
     """The writes of one measured span: each call's kind and seconds."""
@@ -107,6 +92,8 @@ class StallMeter:
 
     def _run(self) -> None:
         from django.db import connections
+
+        from matcher.matching import any_resource
 
         try:
             resource = self.resource or any_resource()

@@ -72,6 +72,19 @@ class Resource:
     required_tags: frozenset[str] = frozenset()
 
 
+def any_resource() -> Resource:
+    """A resource that takes every TaskQueue: every rule's wildcard (benchmarks, fault tests)."""
+    return Resource(
+        site="any",
+        grid_ce="any",
+        setup="any",
+        cpu_time=10**7,
+        platforms=frozenset({"any"}),
+        tags=frozenset({"any"}),
+        pilot_type="any",
+    )
+
+
 def cpu_time_floor(cpu_time: int, segments: Sequence[int]) -> int:
     """The resource's CPU time as the CPUTime rule sees it: down to the highest segment it
     reaches (0 below the first); above the last, as it is. A pilot that tells the time it has

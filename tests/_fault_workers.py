@@ -17,21 +17,6 @@ def child_django(db_name):
     settings.DATABASES["default"]["NAME"] = db_name
 
 
-def any_resource():
-    """A resource that takes every TaskQueue: every rule's wildcard."""
-    from matcher.matching import Resource
-
-    return Resource(
-        site="any",
-        grid_ce="any",
-        setup="any",
-        cpu_time=10**7,
-        platforms=frozenset({"any"}),
-        tags=frozenset({"any"}),
-        pilot_type="any",
-    )
-
-
 def claim_and_hold(db_name, pilot, out, ready):
     """Claim one job inside a transaction, say which, and hold the transaction open (with the
     job's rows locked and moved to `sent`, uncommitted) until killed. Only the claim: the
@@ -40,6 +25,7 @@ def claim_and_hold(db_name, pilot, out, ready):
     child_django(db_name)
     from matcher import dispatcher
     from matcher.dispatcher import match_job
+    from matcher.matching import any_resource
 
     dispatcher._drop_quietly = lambda tq_ids: None
 
@@ -56,6 +42,7 @@ def claim_until_empty(db_name, pilot, out, hold_seconds=0.0, seed=None):
     commits."""
     child_django(db_name)
     from matcher.dispatcher import match_job
+    from matcher.matching import any_resource
 
     rng = random.Random(seed)
     try:

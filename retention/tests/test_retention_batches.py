@@ -11,29 +11,16 @@ from core import gdpconfig
 from retention.services import run_retention
 
 
-def _any_resource():
-    from matcher.matching import Resource
-
-    return Resource(
-        site="any",
-        grid_ce="any",
-        setup="any",
-        cpu_time=10**7,
-        platforms=frozenset({"any"}),
-        tags=frozenset({"any"}),
-        pilot_type="any",
-    )
-
-
 @pytest.fixture
 def running(submit):
     """running(username) -> the id of a job claimed by a pilot and reported running now."""
     from matcher import services
     from matcher.dispatcher import match_job
+    from matcher.matching import any_resource
 
     def make(username: str = "alice") -> int:
         job = submit(username)
-        match = match_job(_any_resource(), "pilot-1")
+        match = match_job(any_resource(), "pilot-1")
         assert match is not None and match.job.id == job.pk
         services.report_job(job.pk, "running", "started")
         return job.pk
@@ -76,12 +63,13 @@ def test_expired_jobs_go_with_their_history_in_batches_and_the_young_and_live_jo
 
 def test_a_live_job_is_never_deleted_however_old(running, submit, age, ages):
     from matcher.dispatcher import match_job
+    from matcher.matching import any_resource
     from matcher.models import Job
 
     ages(jobs=1)
     at_work = running()
     claimed = submit("alice").pk
-    assert match_job(_any_resource(), "pilot-2").job.id == claimed
+    assert match_job(any_resource(), "pilot-2").job.id == claimed
     waiting = submit("bob").pk
     age(400)
 
