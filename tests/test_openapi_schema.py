@@ -270,8 +270,10 @@ def test_a_list_counts_what_its_filters_select_only_when_asked(submit, users, ap
 
 
 @pytest.mark.parametrize("url", ["/api/v1/jobs/", "/api/v1/sites/", "/api/v1/notifications/sent/"])
-def test_a_cursor_that_is_not_one_is_a_400_naming_the_cursor(world, users, api, url):
-    response = api(users["alice"]).get(url, {"cursor": "not-a-cursor"})
+# Not base64; base64 of "p=<NUL>"; of "p=abc" where the list is ordered by a number; a NUL.
+@pytest.mark.parametrize("cursor", ["not-a-cursor", "cD0lMDA=", "cD1hYmM=", "\x00"])
+def test_a_cursor_that_is_not_one_is_a_400_naming_the_cursor(world, users, api, url, cursor):
+    response = api(users["alice"]).get(url, {"cursor": cursor})
     assert response.status_code == 400, (response.status_code, response.data)
     assert list(response.data) == ["cursor"]
 

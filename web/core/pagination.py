@@ -1,3 +1,7 @@
+import binascii
+from base64 import b64decode
+
+from django.core.exceptions import ValidationError as ModelValueError
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
 
@@ -20,18 +24,35 @@ class DefaultCursorPagination(CursorPagination):
         flag = request.query_params.get(self.count_query_param)
         if flag is not None and flag.lower() not in (*TRUE, "false", "0", "no", ""):
             raise ValidationError({self.count_query_param: ["Must be true or false."]})
-        page = super().paginate_queryset(queryset, request, view)
+        try:
+            page = super().paginate_queryset(queryset, request, view)
+        except (ValueError, TypeError, ModelValueError):
+            # A well-formed cursor whose position the ordering column cannot hold (a text
+            # where the column is a number) was not written by us.
+            if request.query_params.get(self.cursor_query_param) is None:
+                raise
+            raise self._invalid() from None
         if flag is not None and flag.lower() in TRUE:
             self.count = queryset.count()
         return page
 
+    def _invalid(self) -> ValidationError:
+        return ValidationError({self.cursor_query_param: [self.invalid_cursor_message]})
+
     def decode_cursor(self, request):
+        encoded = request.query_params.get(self.cursor_query_param)
+        if encoded is not None:
+            try:  # strictly: the framework's decoder skips what is not base64
+                b64decode(encoded.encode("ascii"), validate=True)
+            except (binascii.Error, UnicodeEncodeError, ValueError):
+                raise self._invalid() from None
         try:
-            return super().decode_cursor(request)
+            cursor = super().decode_cursor(request)
         except NotFound:
-            raise ValidationError(
-                {self.cursor_query_param: [self.invalid_cursor_message]}
-            ) from None
+            raise self._invalid() from None
+        if cursor is not None and cursor.position is not None and "\x00" in cursor.position:
+            raise self._invalid()
+        return cursor
 
     def get_paginated_response(self, data):
         response = super().get_paginated_response(data)
