@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.templatetags.static import static
 from django.urls import include, path
+from django.views.decorators.cache import cache_page
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
@@ -36,7 +37,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    # Public, and the same for everyone: generated once per process and hour, not per request
+    # (about a second of CPU each).
+    path("api/schema/", cache_page(3600)(SpectacularAPIView.as_view()), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
     # DiracX's paths (/.well-known/, /api/jobs/, /api/auth/): its command line works unmodified.

@@ -57,6 +57,23 @@ def test_an_anonymous_client_reads_the_schema_even_with_a_credential_it_cannot_u
     assert client.get("/api/v1/jobs/").status_code == 401  # the API itself still asks
 
 
+def test_the_schema_is_generated_once_not_for_every_anonymous_request(db):
+    from unittest import mock
+
+    from django.core.cache import cache as django_cache
+    from drf_spectacular.generators import SchemaGenerator
+
+    django_cache.clear()
+    real = SchemaGenerator.get_schema
+    with mock.patch.object(SchemaGenerator, "get_schema", autospec=True, side_effect=real) as gen:
+        answers = [Client().get("/api/schema/?format=json") for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert answers[0].content == answers[2].content
+    assert gen.call_count == 1
+    yaml = Client().get("/api/schema/")  # another representation is its own entry
+    assert yaml.status_code == 200 and yaml.content.startswith(b"openapi:")
+
+
 def test_every_operation_has_a_summary_and_a_description_written_for_api_users(db):
     missing, internal = [], []
     for name, _path, operation in _operations():
