@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
@@ -202,10 +201,10 @@ class _Folder:
                 with self._cv:
                     while not self._due:
                         self._cv.wait()
+                    # The moves of the next seconds fold together; a stop ends the wait.
+                    self._cv.wait_for(lambda: self._stopping, timeout=FOLD_SECONDS)
                     if self._stopping:
                         return  # what is left folds in the next cycle
-                time.sleep(FOLD_SECONDS)  # the moves of the next seconds fold together
-                with self._cv:
                     self._due = False
                 try:
                     fold()
