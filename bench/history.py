@@ -65,13 +65,29 @@ def log(message: str) -> None:
 
 
 @contextmanager
-def bench_database(name: str, keep: bool):
+def bench_database(name: str, keep: bool, reuse: bool = False):
     """Django set up on a new database `name` (migrated as the test runner does), dropped at
-    the end unless `keep`."""
+    the end unless `keep`; with `reuse`, on the database `name` a --phase load left (migrated
+    to the code as it is now), never dropped."""
     database_url()
     import django
     from django.conf import settings
 
+    if reuse:
+        settings.DATABASES["default"]["NAME"] = name
+        django.setup()
+        from django.core.management import call_command
+        from django.db import connections
+
+        call_command("migrate", verbosity=0)
+        try:
+            yield
+        finally:
+            from matcher.services.housekeeping import housekeeper
+
+            housekeeper.stop()
+            connections.close_all()
+        return
     settings.DATABASES["default"]["TEST"] = {"NAME": name}
     django.setup()
     from django.db import connections
@@ -436,14 +452,32 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed requests per page")
     parser.add_argument("--batch-size", type=int, default=50_000)
     parser.add_argument("--history", type=int, help="finished and failed jobs (not the scale's)")
+    parser.add_argument(
+        "--phase",
+        choices=("all", "load", "measure"),
+        default="all",
+        help="load: load the year into --database and keep it, measure nothing; measure: "
+        "measure on the database a load left (migrated first; its rollups rebuilt)",
+    )
+    parser.add_argument(
+        "--empty-match-p50-ms",
+        type=float,
+        help="with --phase measure: the load's empty_match_p50_ms, to compare the match with",
+    )
     args = parser.parse_args()
     scale = SCALES[args.scale]
     if args.history:
         scale = replace(scale, history=args.history)
 
+    if args.phase != "all" and not args.database:
+        parser.error("--phase load and --phase measure need --database")
     name = args.database or f"test_gridwms_hb_{args.scale}_{os.getpid()}"
     context = {"scale": args.scale, "history_jobs": scale.history, "waiting_jobs": scale.waiting}
-    with bench_database(name, args.keep):
+    if args.phase == "measure":
+        with bench_database(name, keep=True, reuse=True):
+            measure(args, scale, context, name, args.empty_match_p50_ms)
+        return
+    with bench_database(name, args.keep or args.phase == "load"):
         import history_load
         from django.db import connection
         from match import distinct_templates
@@ -495,22 +529,47 @@ def main() -> None:
             cur.execute("VACUUM ANALYZE")
         emit("history_rebuild_analyse_s", time.perf_counter() - t0, "s",
              rollups=rollups or None, **context)  # fmt: skip
-        total = Job.objects.count()
-        emit("history_jobs", total - scale.waiting, "jobs", target=scale.history,
-             all_jobs=total, **context)  # fmt: skip
+        if args.phase == "load":
+            emit("history_jobs", Job.objects.count() - scale.waiting, "jobs",
+                 target=scale.history, database=name, **context)  # fmt: skip
+            return
+        measure(args, scale, context, name, empty)
 
-        worst, worst_page, worst_admin = time_pages(args, context)
-        emit("history_max_page_ms", worst, "ms", target_ms=PAGE_TARGET_MS, page=worst_page,
-             **context)  # fmt: skip
-        emit("history_max_admin_page_ms", worst_admin, "ms", **context)
-        search_without_index(args, samples("admin"), context)
-        matched = time_matches(scale.matches)
-        emit("history_match_p50_ms", matched, "ms", empty_match_p50_ms=round(empty, 3),
-             ratio=round(matched / empty, 3), target="equal to empty_match_p50_ms",
-             matches=scale.matches, loadavg=os.getloadavg()[0], **context)  # fmt: skip
-        size = database_size()
-        emit("database_size_gib", size / 2**30, "GiB", bytes=size, database=name, **context)
-        stalls(context)
+
+def measure(args, scale: Scale, context: dict, name: str, empty: float | None) -> None:
+    """Every page, the match path, the database's size and the stalls, on a loaded database
+    (`empty`: the match p50 before the history, if known)."""
+    from django.db import connection
+
+    from matcher.models import Job
+
+    if args.phase == "measure":
+        get_routes()
+        t0 = time.perf_counter()
+        rollups = rebuild_rollups()  # the rollups of the code as it is now, from the jobs
+        with connection.cursor() as cur:
+            cur.execute("ANALYZE")
+        emit("history_rebuild_analyse_s", time.perf_counter() - t0, "s",
+             rollups=rollups or None, **context)  # fmt: skip
+    total = Job.objects.count()
+    emit("history_jobs", total - scale.waiting, "jobs", target=scale.history,
+         all_jobs=total, **context)  # fmt: skip
+
+    worst, worst_page, worst_admin = time_pages(args, context)
+    emit("history_max_page_ms", worst, "ms", target_ms=PAGE_TARGET_MS, page=worst_page,
+         **context)  # fmt: skip
+    emit("history_max_admin_page_ms", worst_admin, "ms", **context)
+    search_without_index(args, samples("admin"), context)
+    matched = time_matches(scale.matches)
+    compared = (
+        {"empty_match_p50_ms": round(empty, 3), "ratio": round(matched / empty, 3)} if empty else {}
+    )
+    emit("history_match_p50_ms", matched, "ms", **compared,
+         target="equal to empty_match_p50_ms", matches=scale.matches,
+         loadavg=os.getloadavg()[0], **context)  # fmt: skip
+    size = database_size()
+    emit("database_size_gib", size / 2**30, "GiB", bytes=size, database=name, **context)
+    stalls(context)
 
 
 if __name__ == "__main__":
