@@ -4,17 +4,25 @@ TaskQueue with waiting jobs and every active CE, the matcher's first failing rul
 (matching.ce_resource, as a job's "why is it not running" table lists it), weighted by the
 TaskQueue's waiting jobs (the matcher's per-priority counts). Never per job: a TaskQueue's jobs
 share its owner and group, so the TaskQueues the user may see hold exactly the waiting jobs it
-may see. Four queries (five for a user, whose groups come first): the waiting jobs per
-TaskQueue, one GROUP BY over the per-priority counts; the TaskQueue definitions; the active
-CEs; the lowest job id of the TaskQueues shown. Then TaskQueues x CEs in memory, each distinct
-definition evaluated once.
+may see. Three queries (four for a user, whose groups come first): the waiting jobs per
+TaskQueue, one GROUP BY over the per-priority counts; the active CEs; the names and lowest job
+id of the TaskQueues shown; and a fourth only for TaskQueues this process has not seen yet:
+their definitions.
+
+Nothing here reads a finished job: the cost follows the TaskQueues with waiting jobs. A
+TaskQueue's requirements never change (its key is their digest), so the process keeps each
+definition once read, and each distinct definition's outcome at the active CEs for as long as
+those CEs present the same resources: a request then costs the per-priority counts and a dict
+lookup per TaskQueue, not a load and an evaluation of every TaskQueue.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
-from django.db.models import Min, Sum
+from django.contrib.auth import get_user_model
+from django.db.models import Min, OuterRef, Subquery, Sum
 
 from matcher import dispatcher, feasibility, matching
 from matcher.models import TaskQueue, TaskQueueJob, TaskQueuePriorityCount
@@ -35,6 +43,7 @@ RULES = (
 )
 MATCHES = "matches"
 SHOWN_TASKQUEUES = 50  # TaskQueue rows on the page and in the API, the most held back first
+KEPT_DEFINITIONS = 20_000  # past this many, the definitions of TaskQueues gone are forgotten
 
 
 @dataclass
@@ -52,11 +61,13 @@ class CERow:
     examples: dict[str, Example] = field(default_factory=dict)  # the largest TaskQueue of each
     cells: list[tuple[int, Example | None]] = field(default_factory=list)  # per outcome shown
 
-    def add(self, outcome: str, tq: int, jobs: int) -> None:
-        self.counts[outcome] = self.counts.get(outcome, 0) + jobs
+    def add(self, outcome: str, tq: int, tq_jobs: int, jobs: int | None = None) -> None:
+        """Count `jobs` (default: the TaskQueue's `tq_jobs`) under `outcome`; the TaskQueue
+        becomes its example if it is the largest so far (the lower id on a tie)."""
+        self.counts[outcome] = self.counts.get(outcome, 0) + (tq_jobs if jobs is None else jobs)
         best = self.examples.get(outcome)
-        if best is None or (jobs, -tq) > (best.jobs, -best.task_queue):
-            self.examples[outcome] = Example(tq, 0, jobs)
+        if best is None or (tq_jobs, -tq) > (best.jobs, -best.task_queue):
+            self.examples[outcome] = Example(tq, 0, tq_jobs)
 
 
 @dataclass
@@ -95,15 +106,104 @@ def _waiting_per_taskqueue(user) -> dict[int, int]:
     return dict(rows)
 
 
-def _first_jobs(tq_ids: set[int]) -> dict[int, int]:
-    """{TaskQueue id: its lowest waiting job id}, for the TaskQueues shown only."""
-    rows = (
-        TaskQueueJob.objects.filter(task_queue_id__in=sorted(tq_ids))
-        .order_by()
-        .values_list("task_queue_id")
-        .annotate(first=Min("job_id"))
+def _names_and_first_jobs(tq_ids: set[int]) -> dict[int, tuple[str, str, int]]:
+    """{TaskQueue id: (owner, group, its lowest waiting job id)}, for the TaskQueues shown
+    only (names as they are now: a definition kept by the process does not hold them). The
+    lowest job is the least of one index probe per (TaskQueue, UserPriority) the per-priority
+    counts list, not a read of every member of the largest TaskQueues."""
+    lowest_at_priority = Subquery(
+        TaskQueueJob.objects.filter(
+            task_queue_id=OuterRef("task_queue_id"), user_priority=OuterRef("user_priority")
+        )
+        .order_by("job_id")
+        .values("job_id")[:1]
     )
-    return dict(rows)
+    lowest = Subquery(
+        TaskQueuePriorityCount.objects.filter(task_queue_id=OuterRef("pk"))
+        .order_by()
+        .values("task_queue_id")
+        .annotate(first=Min(lowest_at_priority))
+        .values("first")
+    )
+    username = f"owner__{get_user_model().USERNAME_FIELD}"
+    rows = (
+        TaskQueue.objects.filter(pk__in=sorted(tq_ids))
+        .order_by()
+        .annotate(first=lowest)
+        .values_list("pk", username, "owner_group__name", "first")
+    )
+    return {pk: (owner, group, first or 0) for pk, owner, group, first in rows}
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """One definition's outcome at each active CE (MATCHES or its first failing rule), with
+    how many CEs match and, per rule, at how many CEs it is the first to fail."""
+
+    at_ces: tuple[str, ...]
+    matching_ces: int
+    rules: dict[str, int]
+
+    @classmethod
+    def of(cls, tq: matching.TQ, resources: tuple[matching.Resource, ...]) -> Outcomes:
+        at_ces = tuple(
+            (failed[0] if (failed := matching.first_failing_rule(tq, r)) else MATCHES)
+            for r in resources
+        )
+        rules: dict[str, int] = {}
+        for outcome in at_ces:
+            if outcome != MATCHES:
+                rules[outcome] = rules.get(outcome, 0) + 1
+        return cls(at_ces, at_ces.count(MATCHES), rules)
+
+
+class _Kept:
+    """What the process keeps between requests: TaskQueue definitions by id, and each
+    definition's Outcomes (by _signature, and by TaskQueue id) for one tuple of CE resources."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.definitions: dict[int, matching.TQ] = {}
+        self.resources: tuple[matching.Resource, ...] = ()
+        self.by_signature: dict[tuple, Outcomes] = {}
+        self.by_id: dict[int, Outcomes] = {}
+
+    def definitions_of(self, ids: set[int]) -> list[matching.TQ]:
+        """The definitions of these TaskQueues that exist, by id; only those never read
+        before are read from the database."""
+        missing = ids - self.definitions.keys()
+        if missing:
+            loaded = load_definitions(missing)
+            with self.lock:
+                if len(self.definitions) + len(loaded) > KEPT_DEFINITIONS:
+                    live = set(TaskQueue.objects.values_list("pk", flat=True))
+                    self.definitions = {k: v for k, v in self.definitions.items() if k in live}
+                    self.by_id = {k: v for k, v in self.by_id.items() if k in live}
+                self.definitions.update((tq.id, tq) for tq in loaded)
+        kept = self.definitions
+        return [kept[i] for i in sorted(ids) if i in kept]
+
+    def outcomes(self, tqs: list[matching.TQ], resources: tuple) -> list[Outcomes]:
+        """Each TaskQueue's Outcomes at these CE resources; each distinct definition is
+        evaluated once for as long as the active CEs present the same resources."""
+        with self.lock:
+            if resources != self.resources:
+                self.resources, self.by_signature, self.by_id = resources, {}, {}
+            by_signature, by_id = self.by_signature, self.by_id
+        out = []
+        for tq in tqs:
+            found = by_id.get(tq.id)
+            if found is None:
+                key = _signature(tq)
+                found = by_signature.get(key)
+                if found is None:
+                    found = by_signature[key] = Outcomes.of(tq, resources)
+                by_id[tq.id] = found
+            out.append(found)
+        return out
+
+
+_kept = _Kept()
 
 
 def _signature(tq: matching.TQ) -> tuple:
@@ -125,29 +225,29 @@ def summary(user) -> HeldBack:
     out = HeldBack()
     if not waiting:
         return out
-    defs = [d for d in load_definitions(None) if d.id in waiting]
+    defs = _kept.definitions_of(set(waiting))
     ces = [(ce.site.name, ce.name, matching.ce_resource(ce)) for ce in dispatcher.active_ces()]
     out.ces = [CERow(site, name) for site, name, _ in ces]
-    memo: dict[tuple, list[str]] = {}
+    resources = tuple(r for _s, _c, r in ces)
+    # TaskQueues with the same outcome at every CE are summed once per CE: [jobs, the largest
+    # TaskQueue, its jobs], in the order of their lowest TaskQueue id (the counts' key order).
+    alike: dict[tuple[str, ...], list[int]] = {}
     rows: list[TQRow] = []
-    for tq in defs:
+    for tq, found in zip(defs, _kept.outcomes(defs, resources), strict=True):
         jobs = waiting[tq.id]
-        key = _signature(tq)
-        if key not in memo:
-            memo[key] = [
-                (failed[0] if (failed := matching.first_failing_rule(tq, r)) else MATCHES)
-                for _site, _ce, r in ces
-            ]
-        outcomes = memo[key]
-        rules: dict[str, int] = {}
-        for row, outcome in zip(out.ces, outcomes, strict=True):
-            row.add(outcome, tq.id, jobs)
-            if outcome != MATCHES:
-                rules[outcome] = rules.get(outcome, 0) + 1
-        matched = outcomes.count(MATCHES)
+        group = alike.get(found.at_ces)
+        if group is None:
+            alike[found.at_ces] = [jobs, tq.id, jobs]
+        else:
+            group[0] += jobs
+            if jobs > group[2]:  # ids ascend: on a tie the lower id stays
+                group[1], group[2] = tq.id, jobs
         out.waiting += jobs
-        rows.append(TQRow(tq.id, tq.owner_name, tq.group_name, jobs, 0, matched, rules))
-    _held(out, rows, {d.id: d for d in defs}, [r for _s, _c, r in ces])
+        rows.append(TQRow(tq.id, "", "", jobs, 0, found.matching_ces, found.rules))
+    for i, row in enumerate(out.ces):
+        for at_ces, (jobs, largest, its_jobs) in alike.items():
+            row.add(at_ces[i], largest, its_jobs, jobs)
+    _held(out, rows, {d.id: d for d in defs}, list(resources))
     _name_example_jobs(out)
     seen = {o for row in out.ces for o in row.counts}
     out.outcomes = [o for o in (MATCHES, *RULES) if o in seen]
@@ -174,19 +274,21 @@ def _held(
     rows.sort(key=lambda r: (r.matching_ces > 0, -r.jobs, r.task_queue))
     out.taskqueues = rows[:SHOWN_TASKQUEUES]
     for row in out.taskqueues:
+        row.rules = dict(row.rules)  # its own: the Outcomes' dict is shared by alike ones
         if row.matching_ces == 0:
             row.shortfall = _shortfall(defs[row.task_queue], resources)
 
 
 def _name_example_jobs(out: HeldBack) -> None:
-    """Each example TaskQueue shown gets its lowest waiting job: one query for them all."""
+    """Each example TaskQueue shown gets its lowest waiting job, each TaskQueue row its owner
+    and group: one query for them all."""
     examples = [ex for row in out.ces for ex in row.examples.values()]
     ids = {ex.task_queue for ex in examples} | {row.task_queue for row in out.taskqueues}
-    first = _first_jobs(ids) if ids else {}
+    found = _names_and_first_jobs(ids) if ids else {}
     for ex in examples:
-        ex.job = first.get(ex.task_queue, 0)
+        ex.job = found.get(ex.task_queue, ("", "", 0))[2]
     for row in out.taskqueues:
-        row.example_job = first.get(row.task_queue, 0)
+        row.owner, row.group, row.example_job = found.get(row.task_queue, ("", "", 0))
 
 
 def _most_common(rules: dict[str, int]) -> str:

@@ -65,14 +65,15 @@ def test_another_users_waiting_jobs_are_never_counted_for_a_non_staff_user(users
 def test_the_summary_is_per_taskqueue_so_many_jobs_cost_no_more_queries(users, submit):
     submit("alice", tags=["GPU"])
     submit("alice", tags=["NoSuchTag"])
+    held_back.summary(users["alice"])  # the process reads each TaskQueue's definition once
     with CaptureQueriesContext(connection) as few:
         held_back.summary(users["alice"])
     for _ in range(20):
         submit("alice", tags=["GPU"])
     with CaptureQueriesContext(connection) as many:
         found = held_back.summary(users["alice"])
-    # her groups, the counts per TaskQueue, the definitions, the CEs, the example jobs
-    assert len(many) == len(few) <= 5
+    # her groups, the counts per TaskQueue, the CEs, the names and example jobs
+    assert len(many) == len(few) <= 4
     assert _ce(found, "ce01-htc.cr.cnaf.infn.it").counts["matches"] == 21
 
 
@@ -90,3 +91,50 @@ def test_the_page_and_the_api_show_the_same_numbers(users, submit, page, api):
         assert ce["counts"] == row.counts
     assert [t["task_queue"] for t in body["taskqueues"]] == [t.task_queue for t in found.taskqueues]
     assert b"NoSuchTag" in html.content
+
+
+def test_a_taskqueue_definition_is_read_once_and_a_new_taskqueue_is_read_when_it_appears(
+    users, submit
+):
+    submit("alice", tags=["GPU"])
+    held_back.summary(users["alice"])
+    with CaptureQueriesContext(connection) as again:
+        held_back.summary(users["alice"])
+    new = submit("alice", tags=["NoSuchTag"])
+    with CaptureQueriesContext(connection) as grown:
+        found = held_back.summary(users["alice"])
+
+    assert not any('"matcher_taskqueue"."sites"' in q["sql"] for q in again.captured_queries)
+    assert len(grown) == len(again) + 1  # the new TaskQueue's definition, and only its own
+    assert found.held == 1 and _tq(found, new.task_queue_id).matching_ces == 0
+
+
+def test_a_ce_that_changes_what_it_offers_changes_the_summary_at_once(users, submit):
+    from matcher.models import ComputingElement
+
+    gpu = submit("alice", tags=["GPU"])
+    before = held_back.summary(users["alice"])
+    ce = ComputingElement.objects.get(name="ce504.cern.ch")
+    ce.tags = [*ce.tags, "GPU"]
+    ce.save(update_fields=["tags"])
+
+    after = held_back.summary(users["alice"])
+
+    assert _ce(before, "ce504.cern.ch").counts == {"Tag": 1}
+    assert _ce(after, "ce504.cern.ch").counts == {"matches": 1}
+    assert (
+        _tq(after, gpu.task_queue_id).matching_ces
+        == _tq(before, gpu.task_queue_id).matching_ces + 1
+    )
+
+
+def test_a_renamed_owner_is_shown_under_the_new_name(users, submit):
+    job = submit("alice", tags=["NoSuchTag"])
+    held_back.summary(users["admin"])
+    alice = users["alice"]
+    alice.username = "alice2"
+    alice.save(update_fields=["username"])
+
+    row = _tq(held_back.summary(users["admin"]), job.task_queue_id)
+
+    assert (row.owner, row.group) == ("alice2", job.owner_group.name)
