@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from datetime import timedelta
+from datetime import UTC, timedelta
 
+from django.db import connection
 from django.db.models import Count, Max, Q, Sum
 
 from brokerage import analysis
@@ -24,6 +25,7 @@ from brokerage.services import world
 from brokerage.services.placement import Placement, has_jobs_to_broker, run_fields
 from core import clock, gdpconfig
 from core.cycles import current_run_id, cycle
+from matcher import job_counts
 from matcher.lifecycle import (
     PRE_MATCH_STATES,
     QUEUED_OR_SENT_STATES,
@@ -61,8 +63,10 @@ def analysis_params() -> dict:
     return {**world.job_params(), **{n: gdpconfig.get(n) for n in ANALYSIS_PARAMS}}
 
 
-def _status_cores(jobs_qs, tasks_qs) -> dict[str, tuple[int, int]]:
-    """(jobs, cores) by status: a task's job has its task's coreCount, any other job one."""
+def _status_cores(jobs_qs, tasks_qs, jobs_counted=None) -> dict[str, tuple[int, int]]:
+    """(jobs, cores) by status: a task's job has its task's coreCount, any other job one.
+    `jobs_counted`: instead of jobs_qs, every job's count by status (the rollup's), of which
+    the tasks' jobs are not the others."""
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for status, n, cores in (
         tasks_qs.values_list("job__status")
@@ -71,6 +75,12 @@ def _status_cores(jobs_qs, tasks_qs) -> dict[str, tuple[int, int]]:
     ):
         out[status][0] += n
         out[status][1] += cores or 0
+    if jobs_counted is not None:
+        for status, n in jobs_counted.items():
+            others = max(0, n - out[status][0]) if status in out else n
+            if others:
+                out[status][0] += others
+                out[status][1] += others
     if jobs_qs is not None:
         for status, n in (
             jobs_qs.exclude(pk__in=TaskJob.objects.values("job_id"))
@@ -106,9 +116,13 @@ def usage_of(task: Task, hi_sites: set[str]) -> analysis.Usage:
             TaskJob.objects.filter(task__working_group=task.working_group, job__status__in=states),
         )
     else:
+        # The owner's jobs by state from the job counts' rollup, not from the jobs (a year of
+        # them): the tasks' jobs among them are read from the live ones.
+        counted = job_counts.by_status(None, owner_id=task.owner_id)
         counts = _status_cores(
-            Job.objects.filter(owner_id=task.owner_id, status__in=states),
+            None,
             TaskJob.objects.filter(job__owner_id=task.owner_id, job__status__in=states),
+            {s: n for s, n in counted.items() if s in states},
         )
     usage = analysis.Usage(
         running_jobs=counts.get(JobStatus.RUNNING, (0, 0))[0],
@@ -132,9 +146,10 @@ def usage_of(task: Task, hi_sites: set[str]) -> analysis.Usage:
             or 0
         )
         usage.share_usage_pct = (100 * ua / running) / share.target_pct * 100 if running else 0.0
-    usage.hi_site_slots = Job.objects.filter(
-        owner_id=task.owner_id, status=JobStatus.RUNNING, site__in=hi_sites
-    ).count()
+    running_at = job_counts.counts(
+        None, ("site",), owner_id=task.owner_id, status=JobStatus.RUNNING
+    )
+    usage.hi_site_slots = sum(n for (site,), n in running_at.items() if site in hi_sites)
     return usage
 
 
@@ -155,21 +170,51 @@ def queue_owner_counts(queues) -> dict[tuple[int, int], Counter]:
 
 def to_running_rates(queues, now) -> dict[int, float]:
     """trr: jobs that started running per hour at each queue over the last 6 h (a brokered job
-    at the queue its brokerage chose, any other at its site's default queue)."""
-    since = now - timedelta(hours=TRR_WINDOW_HOURS)
+    at the queue its brokerage chose, any other at its site's default queue).
+
+    The window is the hour bins of the job counts' rollup (matcher.job_counts): the current hour
+    as far as it has gone and the TRR_WINDOW_HOURS - 1 before it, so that the starts are read
+    per site from a few rollup rows, never from the jobs' status history; only the brokered
+    jobs that changed state in the window are read one by one, for the queue they were
+    brokered to."""
+    if not queues:
+        return {}
+    hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    start = hour - timedelta(hours=TRR_WINDOW_HOURS - 1)
+    hours = (now - start).total_seconds() / 3600
     default, site_of = world.site_queues()
-    started = Counter()
-    for site, brokered, n in (
-        JobStatusHistory.objects.filter(to_status=JobStatus.RUNNING, at__gte=since)
-        .annotate(brokered=world.brokered_queue())
-        .values_list("job__site", "brokered")
-        .annotate(n=Count("pk"))
-        .order_by()
-    ):
-        qid = world.queue_of_match(site, brokered, default, site_of)
-        if qid is not None:
-            started[qid] += n
-    return {q.pk: started.get(q.pk, 0) / TRR_WINDOW_HOURS for q in queues}
+    per_site: Counter = Counter()
+    for (_hour, site, _status), n in job_counts.entered_per_hour(
+        None, start, status=JobStatus.RUNNING
+    ).items():
+        per_site[site] += n
+    started: Counter = Counter()
+    for site, qid, n in _brokered_starts(start):
+        if site_of.get(qid) == site and per_site[site] > 0:
+            started[qid] += min(n, per_site[site])
+            per_site[site] -= min(n, per_site[site])
+    for site, n in per_site.items():
+        if n > 0 and site in default:
+            started[default[site]] += n
+    return {q.pk: started.get(q.pk, 0) / hours for q in queues}
+
+
+def _brokered_starts(since) -> list[tuple[str, int, int]]:
+    """(site, brokered queue, starts) of the brokered jobs that entered running since then: read
+    from the jobs that changed state since then (a job that started running since has), and
+    their history rows from then on."""
+    sql = f"""
+        SELECT j.site, tj.queue_id, count(*)
+        FROM {TaskJob._meta.db_table} tj
+        JOIN {Job._meta.db_table} j ON j.id = tj.job_id
+        JOIN {JobStatusHistory._meta.db_table} h
+          ON h.job_id = j.id AND h.at >= %s AND h.to_status = %s
+        WHERE tj.queue_id IS NOT NULL AND j.status_changed >= %s
+        GROUP BY 1, 2
+    """
+    with connection.cursor() as cur:
+        cur.execute(sql, [since, JobStatus.RUNNING, since])
+        return cur.fetchall()
 
 
 def task_done_counts(task, queues, now, hours: float) -> dict[int, Counter]:
