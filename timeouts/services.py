@@ -142,8 +142,41 @@ def load_world(starts: dict[str, datetime] | None = None) -> World:
 # --- the scan -----------------------------------------------------------------------------------
 
 
-def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
-    """The OR of every rule's condition, exact for the job columns and the queues (a superset
+@dataclass
+class Branches:
+    """The rules' conditions per state: `per_state[state]` is a list of (condition, bound),
+    `bound` a time every matching job's status_changed is below (None when the condition reads
+    the heartbeat, which status_changed does not bound); `exempt` the conditions every
+    candidate also meets (the paused / disableReassign queues left out)."""
+
+    per_state: dict[str, list[tuple[Q, datetime | None]]]
+    exempt: list[Q]
+    beat: Coalesce
+
+    def order(self) -> list[str]:
+        """The states, busiest first: a row is tested against its own state's branch after
+        at most a few equality tests."""
+        busiest = ("activated", "running", "defined", "starting", "transferring", "holding", "sent")
+        return [
+            *(s for s in busiest if s in self.per_state),
+            *sorted(set(self.per_state) - set(busiest)),
+        ]
+
+    def of_state(self, state: str) -> tuple[Q, datetime | None]:
+        """The condition of one state's branch (its own conditions OR-ed, the state and the
+        exemptions AND-ed) and the bound of its status_changed, if every condition has one."""
+        either = Q()
+        for c, _bound in self.per_state[state]:
+            either |= c
+        bounds = [bound for _c, bound in self.per_state[state]]
+        cond = Q(status=state) & either
+        for c in self.exempt:
+            cond &= c
+        return cond, (max(bounds) if None not in bounds else None)
+
+
+def branches(world: World, now: datetime) -> Branches:
+    """Every rule's condition per state, exact for the job columns and the queues (a superset
     only where `fired` must still choose between rules)."""
     lim = world.limits
     hp = lim.high_priority
@@ -157,27 +190,25 @@ def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
     inactive_qids = [q for q, v in world.queues.items() if not v.exempt and v.inactive(now, idle)]
     inactive_sites = [s for s, q in world.site_queue.items() if q in set(inactive_qids)]
 
-    # Conditions per state, OR-ed inside one branch per state: a row is tested against its own
-    # state's branch after at most a few equality tests (busiest states first), not against
-    # every rule's condition.
-    per_state: dict[str, list[Q]] = defaultdict(list)
+    per_state: dict[str, list[tuple[Q, datetime | None]]] = defaultdict(list)
     for rule in rules.RULES:
         if rule.since != rules.STATE or rule.name == "inactive_queue":
             continue
-        c = Q(status_changed__lt=older(rule.param))
+        bound = older(rule.param)
+        c = Q(status_changed__lt=bound)
         if rule.name in ("holding_high", "transferring_high"):
             c &= Q(current_priority__gte=hp)
         elif rule.name in ("holding", "transferring"):
             c &= Q(current_priority__lt=hp)
         for state in rule.states:
-            per_state[state].append(c)
+            per_state[state].append((c, bound))
     cut = older("TIMEOUT_activated_inactive_pq")
     high = Q(current_priority__gte=hp, status_changed__lt=cut)
     if inactive_qids:
         in_queues = TaskJob.objects.filter(queue_id__in=inactive_qids).values("job_id")
-        per_state[JobStatus.ACTIVATED].append(high & Q(pk__in=in_queues))
+        per_state[JobStatus.ACTIVATED].append((high & Q(pk__in=in_queues), cut))
     if inactive_sites:
-        per_state[JobStatus.STARTING].append(high & Q(site__in=inactive_sites))
+        per_state[JobStatus.STARTING].append((high & Q(site__in=inactive_sites), cut))
 
     # Heartbeats: one condition per distinct limit, by the sites whose first queue has it.
     by_limit: dict[float, list[str]] = defaultdict(list)
@@ -192,51 +223,83 @@ def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
     if override_sites:
         default_beat &= ~Q(site__in=override_sites)
     for state in AT_WORK_STATES:
-        per_state[state].append(default_beat)
+        per_state[state].append((default_beat, None))
     for limit, sites in by_limit.items():
         c = Q(last_word__lt=now - timedelta(seconds=limit), site__in=sites)
-        per_state["running"].append(c)
-        per_state["starting"].append(c)
-        per_state["transferring"].append(c & ~Q(sub_status=""))
+        per_state["running"].append((c, None))
+        per_state["starting"].append((c, None))
+        per_state["transferring"].append((c & ~Q(sub_status=""), None))
 
-    busiest = ("activated", "running", "defined", "starting", "transferring", "holding", "sent")
-    order = [*busiest, *sorted(set(per_state) - set(busiest))]
-    cond = Q()
-    for state in order:
-        if state in per_state:
-            either = Q()
-            for c in per_state[state]:
-                either |= c
-            cond |= Q(status=state) & either
-
+    exempt = []
     if exempt_sites:
-        cond &= ~Q(status__in=CLAIMED_STATES, site__in=exempt_sites)
+        exempt.append(~Q(status__in=CLAIMED_STATES, site__in=exempt_sites))
     if exempt_qids:
         at_exempt = TaskJob.objects.filter(queue_id__in=exempt_qids).values("job_id")
-        cond &= ~Q(status__in=WAITING_STATES, pk__in=at_exempt)
-    return cond, beat
+        exempt.append(~Q(status__in=WAITING_STATES, pk__in=at_exempt))
+    return Branches(dict(per_state), exempt, beat)
+
+
+def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
+    """The OR of every rule's condition (`branches`, one branch per state) with the exempt
+    queues left out: the cycle's one scan."""
+    found = branches(world, now)
+    cond = Q()
+    for state in found.order():
+        either = Q()
+        for c, _bound in found.per_state[state]:
+            either |= c
+        cond |= Q(status=state) & either
+    for c in found.exempt:
+        cond &= c
+    return cond, found.beat
+
+
+CANDIDATE_FIELDS = (
+    "pk",
+    "status",
+    "site",
+    "status_changed",
+    "heartbeat",
+    "current_priority",
+    "sub_status",
+    "reschedule_count",
+)
 
 
 def scan(world: World, now: datetime, limit: int | None = None) -> list[Candidate]:
     cond, beat = candidate_filter(world, now)
-    qs = (
-        Job.objects.annotate(last_word=beat)
-        .filter(cond)
-        .order_by()
-        .values_list(
-            "pk",
-            "status",
-            "site",
-            "status_changed",
-            "heartbeat",
-            "current_priority",
-            "sub_status",
-            "reschedule_count",
-        )
-    )
+    qs = Job.objects.annotate(last_word=beat).filter(cond).order_by().values_list(*CANDIDATE_FIELDS)
     if limit is not None:
         qs = qs[:limit]
-    found = [Candidate(*row) for row in qs]
+    return _with_task_jobs([Candidate(*row) for row in qs])
+
+
+def scan_by_state(world: World, now: datetime, limit: int) -> list[Candidate]:
+    """At most `limit` candidates, as `scan` finds them, read one state at a time, the oldest
+    state change first: each state's query walks the (status, status_changed) index and stops
+    at the limit or at the branch's bound, whatever the planner believes of how many old
+    rows match (the jobs of a year are old; the waiting ones rarely are), so what it reads
+    follows the jobs in the states the rules watch, never the finished ones."""
+    found = branches(world, now)
+    out: list[Candidate] = []
+    for state in found.order():
+        if len(out) >= limit:
+            break
+        cond, bound = found.of_state(state)
+        if bound is not None:
+            cond &= Q(status_changed__lt=bound)  # implied by each condition; walks the index
+        qs = (
+            Job.objects.annotate(last_word=found.beat)
+            .filter(cond)
+            .order_by("status_changed")
+            .values_list(*CANDIDATE_FIELDS)
+        )
+        out.extend(Candidate(*row) for row in qs[: limit - len(out)])
+    return _with_task_jobs(out)
+
+
+def _with_task_jobs(found: list[Candidate]) -> list[Candidate]:
+    """The candidates with their TaskJob's queue, task and gshare, when they have one."""
     by_id = {c.id: c for c in found}
     for part in among(TaskJob.objects.all(), "job", by_id):
         for job_id, qid, task_id, gshare in part.values_list(
@@ -405,7 +468,7 @@ def approaching(horizon_s: float, now: datetime | None = None, limit: int = 2000
     world = load_world()
     later = now + timedelta(seconds=horizon_s)
     out = []
-    for c in scan(world, later, limit=limit):
+    for c in scan_by_state(world, later, limit):
         queue = world.view(world.queue_of(c.status, c.site, c.queue_id))
         d = rules.first_deadline(job_view(c), queue, now, world.limits)
         if d is not None and d.at <= later:

@@ -6,9 +6,9 @@ from django.test import Client
 from core import clock
 from matcher.models import Job
 from timeouts.models import TimeoutAction
-from timeouts.services import timeouts_cycle
+from timeouts.services import load_world, scan, scan_by_state, timeouts_cycle
 
-from .test_timeouts import CERN, HOUR, make_task, one_job, panda  # noqa: F401
+from .test_timeouts import CERN, DAY, HOUR, make_task, one_job, panda  # noqa: F401
 
 
 def client_for(user):
@@ -54,3 +54,19 @@ def test_a_user_sees_only_the_actions_on_jobs_they_may_see(users, timed_out):
 def test_anonymous_visitors_are_sent_to_the_login_page(db):
     r = Client().get("/brokerage/timeouts/")
     assert r.status_code == 302 and "/login/" in r["Location"]
+
+
+def test_the_pages_scan_state_by_state_finds_the_jobs_the_cycles_scan_finds(make_task):  # noqa: F811
+    placed = [one_job(make_task, s) for s in ("sent", "running", "activated", "holding")]
+    clock.advance(3 * DAY)
+    now, world = clock.now(), load_world()
+
+    whole = {c.id: c for c in scan(world, now)}
+    by_state = {c.id: c for c in scan_by_state(world, now, limit=100)}
+    first = scan_by_state(world, now, limit=1)
+
+    assert set(by_state) == set(whole) >= {j.pk for j in placed}
+    assert [(c.status, c.queue_id, c.gshare) for c in by_state.values()] == [
+        (whole[i].status, whole[i].queue_id, whole[i].gshare) for i in by_state
+    ]
+    assert len(first) == 1 and first[0].status == "activated"  # the busiest state first
