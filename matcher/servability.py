@@ -7,14 +7,18 @@ TaskQueues' loads (one aggregate over the per-priority counts), their definition
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from django.db import connection
 
 from matcher import feasibility, matching, site_mask
 from matcher.models import TaskQueue
 from matcher.taskqueue_priorities import taskqueue_loads
 from matcher.taskqueues import MULTI_VALUED_FIELDS
+from shares.priorities import TaskQueueLoad
 
 DEFINITION_FIELDS = ("id", "setup", "cpu_time", "priority", *MULTI_VALUED_FIELDS)
 Key = tuple[int, int | None]  # (group, None) for a group, (group, user) for a user in it
@@ -70,32 +74,73 @@ def _add(d: dict, key, n: int) -> None:
     d[key] = d.get(key, 0) + n
 
 
-def reach() -> Reach:
+# What each distinct definition's verdict is against the active CEs: per process, for the CEs
+# it was found with (any change of the CEs starts it again), keyed by the definition as the
+# database spells it, so that a TaskQueue seen before costs a dictionary lookup, not a parse.
+_verdicts: dict[tuple, tuple[list[int], str]] = {}
+_verdicts_for: tuple[matching.Resource, ...] = ()
+_VERDICTS_KEPT = 100_000
+
+_DEFINITIONS_SQL = (
+    "SELECT id, priority, setup, cpu_time, "
+    + ", ".join(f"{f}::text" for f in MULTI_VALUED_FIELDS)
+    + f" FROM {TaskQueue._meta.db_table}"
+)
+
+
+def _verdicts_against(resources: tuple[matching.Resource, ...]) -> dict:
+    """The kept verdicts for these CEs (none kept for others any more)."""
+    global _verdicts, _verdicts_for
+    if resources != _verdicts_for or len(_verdicts) > _VERDICTS_KEPT:
+        _verdicts, _verdicts_for = {}, resources
+    return _verdicts
+
+
+def _verdict(raw: tuple, resources: tuple[matching.Resource, ...]) -> tuple[list[int], str]:
+    """(indexes of the CEs that serve a definition, the first failing rule when none does), for
+    (setup, cpu_time, *the multi-valued fields as JSON text)."""
+    setup, segment, req = _signature(_parsed(raw))
+    served = {id(r) for r in feasibility.serving(setup, segment, req, resources)}
+    able = [i for i, r in enumerate(resources) if id(r) in served]
+    rule = "" if able else feasibility.shortfalls(setup, segment, req, resources)[0].rule
+    return able, rule
+
+
+def _parsed(raw: tuple) -> dict:
+    setup, cpu_time, *texts = raw
+    values = {
+        f: json.loads(t) if t else None for f, t in zip(MULTI_VALUED_FIELDS, texts, strict=True)
+    }
+    return {"setup": setup, "cpu_time": cpu_time, **values}
+
+
+def reach(loads: Sequence[TaskQueueLoad] | None = None) -> Reach:
     """Per (group, None) and (group, user): the waiting jobs some active CE can serve, those it
     cannot by the first failing rule, the slots of the CEs that could take some of them, and its
     best TaskQueue's rank by priority among the TaskQueues with waiting jobs, and its servable
-    waiting jobs per CPU segment."""
-    loads = {t.id: t for t in taskqueue_loads() if t.jobs > 0}
-    if not loads:
+    waiting jobs per CPU segment. `loads`: the TaskQueues' loads if already read
+    (taskqueue_loads())."""
+    by_id = {t.id: t for t in (taskqueue_loads() if loads is None else loads) if t.jobs > 0}
+    if not by_id:
         return Reach()
-    defs = [d for d in TaskQueue.objects.values(*DEFINITION_FIELDS).order_by() if d["id"] in loads]
+    with connection.cursor() as cur:
+        cur.execute(_DEFINITIONS_SQL)
+        defs = [row for row in cur.fetchall() if row[0] in by_id]
     ces = active_ces()
-    resources = [c.resource for c in ces]
+    resources = tuple(c.resource for c in ces)
     out = Reach(ranked=len(defs))
-    ordered = sorted(-d["priority"] for d in defs)
+    ordered = sorted(-row[1] for row in defs)
     able_ces: dict[tuple, set[int]] = {}  # entity -> indexes of the CEs that serve some of it
-    seen: dict[tuple, tuple[list[int], str]] = {}  # requirements -> (CEs, first failing rule)
-    for d in defs:
-        load = loads[d["id"]]
-        setup, segment, req = _signature(d)
-        sig = (setup, segment, tuple(req.items()))
-        if sig not in seen:
-            served = {id(r) for r in feasibility.serving(setup, segment, req, resources)}
-            able = [i for i, r in enumerate(resources) if id(r) in served]
-            rule = "" if able else feasibility.shortfalls(setup, segment, req, resources)[0].rule
-            seen[sig] = (able, rule)
-        able, rule = seen[sig]
-        rank = bisect_left(ordered, -d["priority"]) + 1  # 1 + the strictly higher ones
+    verdicts = _verdicts_against(resources)
+    for row in defs:
+        load = by_id[row[0]]
+        raw = row[2:]
+        found = verdicts.get(raw)
+        if found is None:
+            found = verdicts[raw] = _verdict(raw, resources)
+        able, rule = found
+        segment = int(row[3])
+        rank = bisect_left(ordered, -row[1]) + 1  # 1 + the strictly higher ones
         for key in ((load.group_id, None), (load.group_id, load.owner_id)):
             if able:
                 _add(out.servable, key, load.jobs)

@@ -61,10 +61,11 @@ class PilotCounts:
     no_work: dict[Key, int] = field(default_factory=dict)  # ended without claiming one
 
 
-def waiting() -> Waiting:
+def waiting(loads: list | None = None) -> Waiting:
     """Per group, the users with waiting jobs, the waiting jobs (per group and per user) and
-    the TaskQueues that hold them, from one read of the TaskQueues' loads."""
-    loads = taskqueue_loads()
+    the TaskQueues that hold them, from one read of the TaskQueues' loads (`loads`, if read
+    already)."""
+    loads = taskqueue_loads() if loads is None else loads
     w = Waiting(users=dict(waiting_entities(loads)))
     for tq in loads:
         if tq.jobs > 0:
@@ -173,12 +174,29 @@ class Sources:
     ran_by: dict[Key, tuple[int, int]]
 
 
+def _why_title(blocked: dict[str, int], segments: dict[int, int]) -> str:
+    """The Shares page's title of a row's servable figure: the waiting jobs no CE can serve by
+    rule, and the servable ones by CPU segment (one string per row: a template loop per row
+    costs more than the rest of the row)."""
+    text = ""
+    if blocked:
+        text = "no active CE can serve:" + "".join(f" {r} {n}" for r, n in blocked.items())
+        if segments:
+            text += "; "
+    if segments:
+        text += "servable by CPU segment:" + "".join(f" {s} s {n}" for s, n in segments.items())
+    return text
+
+
 def _reach_facts(key: Key, src: Sources) -> dict:
     """The figures that say why an entity is where it is, as the page and the API show them."""
     found, pilots, clamp = src.reach, src.pilots, src.clamps.get(key)
+    blocked = dict(sorted(found.blocked.get(key, {}).items()))
+    segments = dict(sorted(found.segments.get(key, {}).items()))
     return {
         "servable_jobs": found.servable.get(key, 0),
-        "blocked": dict(sorted(found.blocked.get(key, {}).items())),
+        "blocked": blocked,
+        "why_title": _why_title(blocked, segments),
         "slots": found.slots.get(key, 0),
         "pilots_sent": pilots.sent.get(key, 0),
         "pilots_found_work": pilots.found_work.get(key, 0),
@@ -186,7 +204,7 @@ def _reach_facts(key: Key, src: Sources) -> dict:
         "rank": found.rank.get(key),
         "ranked": found.ranked,
         "clamp": clamp.side if clamp else None,
-        "segments": dict(sorted(found.segments.get(key, {}).items())),
+        "segments": segments,
         "pilots_elsewhere": pilots.elsewhere.get(key, 0),
         "pilots_ran_it": src.ran_by.get(key, (0, 0))[0],
         "pilots_ran_it_for_others": src.ran_by.get(key, (0, 0))[1],
@@ -257,7 +275,8 @@ def _explain(rows: list[dict], running_total: float) -> None:
 
 
 def overview() -> dict:
-    now_waiting = waiting()
+    loads = taskqueue_loads()  # read once: the waiting work and its reach
+    now_waiting = waiting(loads)
     waiting_users = now_waiting.users
     jobs_by_entity = now_waiting.jobs
     tqs_by_group = now_waiting.taskqueues
@@ -272,7 +291,7 @@ def overview() -> dict:
     since = clock.now() - timedelta(seconds=PILOT_WINDOW_S)
     instances = _instances()
     src = Sources(
-        reach=servability.reach(),
+        reach=servability.reach(loads),
         pilots=pilot_counts(since),
         clamps=_clamps(corr, instances),
         director=why_sources.director(since),
@@ -313,12 +332,18 @@ def overview() -> dict:
                 )
         rows.append(row)
     _explain(rows, running_total)
-    return {"rows": rows, "running_total": running_total, "correction_on": bool(corr)}
+    return {
+        "rows": rows,
+        "running_total": running_total,
+        "correction_on": bool(corr),
+        "waiting_groups": set(waiting_users),
+    }
 
 
-def share_history(hours: int = 24) -> dict:
+def share_history(hours: int = 24, waiting_groups: set[int] | None = None) -> dict:
     """Achieved share per group per tick, and the expected share (JobShare fraction of the
-    groups that ran or waited), for the expected-vs-achieved chart."""
+    groups that ran or waited), for the expected-vs-achieved chart. `waiting_groups`: the
+    groups with waiting jobs, if known (overview()'s)."""
     since = clock.now() - timedelta(hours=hours)
     ticks = list(UsageTick.objects.filter(at__gte=since).order_by("at"))
     per_tick: dict[int, dict[int, float]] = defaultdict(dict)
@@ -337,7 +362,8 @@ def share_history(hours: int = 24) -> dict:
                 ys.append(per_tick[t.pk].get(g.pk, 0.0) / total)
         if xs:
             series[g.name] = (xs, ys)
-    waiting_groups = set(waiting().users)
+    if waiting_groups is None:
+        waiting_groups = set(waiting().users)
     total_share = sum(g.job_share for g in groups if g.pk in waiting_groups)
     expected = {
         g.name: g.job_share / total_share for g in groups if g.pk in waiting_groups and total_share

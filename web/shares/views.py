@@ -29,7 +29,7 @@ def shares_page(request, editing=None, shown_preview=None, status=200):
             row["form"], row["open"], row["preview"] = editing, True, shown_preview
         else:
             row["form"] = GroupShareForm(instance=group, prefix=GroupShareForm.prefix_for(group))
-    history = overview.share_history()
+    history = overview.share_history(waiting_groups=data["waiting_groups"])
     corr_history = overview.correction_history()
     params = {}
     if request.user.is_staff:
