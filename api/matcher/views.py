@@ -22,6 +22,7 @@ from matcher.models import ComputingElement, Job, Site, TaskQueue
 from shares.ownership import may_act_on
 from web.matcher import selectors
 from web.matcher.filters import JobFilterSet, TaskQueueFilterSet
+from web.matcher.job_ids import JobIds
 
 # One job (an object) or several (a list): the answer has the same form.
 ONE_OR_MORE_JOBS = PolymorphicProxySerializer(
@@ -69,6 +70,13 @@ class JobViewSet(
         if self.action == "retrieve":
             qs = qs.prefetch_related("history")
         return qs
+
+    def id_plan(self):
+        """How the list finds a page's ids at a cost bounded by the page (web.matcher.job_ids;
+        read by web.core.pagination.DefaultCursorPagination)."""
+        if self.action != "list" or getattr(self, "swagger_fake_view", False):
+            return None
+        return JobIds(self.request.user, self.request.query_params)
 
     def get_serializer_class(self):
         if self.action == "create":

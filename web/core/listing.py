@@ -327,19 +327,20 @@ def _export_url(request, fmt: str) -> str:
 
 
 def list_page(request, filterset: ListFilterSet, template: str, context=None, *, name: str,
-              decorate=None):  # fmt: skip
+              decorate=None, plan=None):  # fmt: skip
     """A list page: its rows for the filters, sort and page size in the URL, or with
     `?format=csv|json` their streamed export. Bad parameters answer 400 with the errors shown
     and no row, as if filtered. `context` may be a callable returning the page's extra context:
     it is then called for the HTML page only, never for an export (which reads no row before
-    its response is sent)."""
+    its response is sent). `plan`: how the page finds its ids and total in a bounded way
+    (web.core.paging.paginate)."""
     size = page_size(request, filterset)
     fmt = request.GET.get("format", "")
     if fmt not in ("", "html", *FORMATS):
         filterset.reject("format", "Export as csv or json; html (or nothing) is this page.")
     if fmt in FORMATS and filterset.is_valid():
         return export_response(filterset.qs, type(filterset).export_fields, fmt, name)
-    page = paginate(request, filterset.qs, per_page=size, by_id=True)
+    page = paginate(request, filterset.qs, per_page=size, by_id=True, plan=plan)
     if decorate is not None:
         decorate(page.rows)
     sizes = tuple(sorted({*PAGE_SIZES, size}))

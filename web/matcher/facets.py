@@ -7,9 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import connection
+from django.db.models import Count
 
-from matcher.models import JobStatus
+from matcher.models import Job, JobStatus
+from web.core.pagination import newest_first
 from web.matcher.filters import JobFilterSet
+from web.matcher.job_ids import is_text_search, opaque_jobs
 
 # Not filters: a facet's link starts from the first page and is never an export.
 NOT_KEPT = ("status", "page", "format")
@@ -27,9 +30,28 @@ class Facet:
     on: bool
 
 
-def newest_counts(queryset, most: int) -> dict[str, int]:
+def newest_counts(queryset, most: int, *, opaque=None) -> dict[str, int]:
     """Jobs per state among the newest `most` the queryset selects: one GROUP BY over a
-    LIMITed scan, newest first (an index range), never the whole selection."""
+    LIMITed scan, newest first (an index range), never the whole selection. A search by part
+    of a name (`opaque`: the same selection that only the name's index serves,
+    web.matcher.job_ids) counts window by window from the newest ids, then among the older
+    ones through the name's index (web.core.pagination.newest_first): a walk newest first
+    went through every newer job when only old jobs have the term."""
+    if opaque is None:
+        return _newest_counts(queryset, most)
+    counts: dict[str, int] = {}
+
+    def fetch(part, n: int) -> int:
+        got = _newest_counts(part, n)
+        for state, count in got.items():
+            counts[state] = counts.get(state, 0) + count
+        return sum(got.values())
+
+    newest_first(queryset, most, fetch, opaque=opaque)
+    return counts
+
+
+def _newest_counts(queryset, most: int) -> dict[str, int]:
     newest = queryset.order_by("-id").values("status")[:most]
     sql, params = newest.query.sql_with_params()
     with connection.cursor() as cursor:
@@ -37,12 +59,13 @@ def newest_counts(queryset, most: int) -> dict[str, int]:
         return dict(cursor.fetchall())
 
 
-def status_facets(query, visible) -> tuple[list[Facet], int]:
+def status_facets(query, visible, user=None, plan=None) -> tuple[list[Facet], int]:
     """(facets, scanned): the "all" facet, then one per state that has jobs (or is chosen), in
     the lifecycle's order; `scanned` is FACET_SCAN when the selection reaches it (the counts
     are then those of its newest FACET_SCAN jobs), else 0. `query`: the list's GET parameters;
-    `visible`: the jobs the user may see. No facet when the list's other filters are not valid
-    (the page shows their errors)."""
+    `visible`: the jobs the user may see (`user`: who, for a search's bounded plan; `plan`:
+    the page's web.matcher.job_ids.JobIds, whose search may have found every match already).
+    No facet when the list's other filters are not valid (the page shows their errors)."""
     rest = query.copy()
     chosen = set(rest.getlist("status"))
     for name in NOT_KEPT:
@@ -50,7 +73,16 @@ def status_facets(query, visible) -> tuple[list[Facet], int]:
     filterset = JobFilterSet(rest, queryset=visible)
     if not filterset.is_valid():
         return [], 0
-    counts = newest_counts(filterset.qs, FACET_SCAN)
+    known = getattr(plan, "every_match", None)
+    if known is not None and not chosen:  # the list's selection is the facets' one
+        counts = dict(
+            Job.objects.filter(pk__in=known).values_list("status").annotate(n=Count("id"))
+        )
+    else:
+        opaque = None
+        if is_text_search(rest.get("q")):
+            opaque = filterset.qs if user is None else opaque_jobs(user, rest)
+        counts = newest_counts(filterset.qs, FACET_SCAN, opaque=opaque)
 
     def url(state: str) -> str:
         params = rest.copy()

@@ -24,6 +24,7 @@ from web.core.listing import list_page
 from web.matcher import charts, dashboard, facets, selectors, why
 from web.matcher.filters import JobFilterSet, TaskQueueFilterSet
 from web.matcher.forms import JDLFilesForm, JDLForm, JobSubmitForm, ResourceForm
+from web.matcher.job_ids import JobIds
 from web.matcher.sites import site_links
 
 
@@ -46,11 +47,13 @@ def job_list(request):
     qs = Job.objects.visible_to(request.user).select_related("owner", "owner_group")
     filterset = JobFilterSet(request.GET, queryset=qs)
 
+    plan = JobIds(request.user, request.GET)
+
     def context():  # the HTML page's only: an export reads no job before it is sent
-        counts, scanned = facets.status_facets(request.GET, qs)
+        counts, scanned = facets.status_facets(request.GET, qs, request.user, plan)
         return {"facets": counts, "facets_scanned": scanned}
 
-    return list_page(request, filterset, "matcher/job_list.html", context, name="jobs")
+    return list_page(request, filterset, "matcher/job_list.html", context, name="jobs", plan=plan)
 
 
 BULK_VERBS = {"kill": ("Kill", "killed"), "reschedule": ("Reschedule", "rescheduled")}
