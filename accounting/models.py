@@ -34,6 +34,52 @@ class AccountingBin(models.Model):
         return f"{self.hour:%Y-%m-%d %H}h {self.group_id}/{self.user_id} {self.site} {self.ce}"
 
 
+GROUPINGS = ("group", "user", "site", "ce")
+
+
+class AccountingSum(models.Model):
+    """The bins summed per hour and key of one grouping (a group, a user, a site, a CE): what
+    the page and the API read, a few dozen rows an hour where the bins are hundreds. A
+    statement trigger on the bins table (migration 0002) keeps it: every insert, update and
+    delete of bins, whoever makes it, adds its difference here in the same transaction, and a
+    row goes when its last bin does. Of the keys, the grouping's is set and the others are
+    null or empty."""
+
+    grouping = models.CharField(max_length=8, choices=[(g, g) for g in GROUPINGS])
+    hour = models.DateTimeField(help_text="the start of the hour")
+    group = models.ForeignKey(
+        GridGroup, null=True, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_index=False,
+    )
+    site = models.CharField(max_length=128, blank=True)
+    ce = models.CharField("CE", max_length=128, blank=True)
+    bins = models.IntegerField(default=0)  # the bins summed here
+    running_minutes = models.FloatField(default=0.0)
+    finished = models.BigIntegerField(default=0)
+    failed = models.BigIntegerField(default=0)
+    cpu_seconds = models.FloatField(default=0.0)
+    wall_seconds = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["grouping", "hour", "group", "user", "site", "ce"],
+                name="accounting_sum_unique",
+                nulls_distinct=False,
+            )
+        ]
+
+    def __str__(self) -> str:
+        key = {"group": self.group_id, "user": self.user_id, "site": self.site, "ce": self.ce}
+        return f"{self.hour:%Y-%m-%d %H}h {self.grouping} {key[self.grouping]}"
+
+
 class AccountingMark(models.Model):
     """Where the cycle stopped: its last sample's time and the last status-history row read."""
 

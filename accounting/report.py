@@ -1,14 +1,15 @@
 """What the accounting page and API show: per hour and per key of a grouping (group, user,
-site, CE) over a window, from the hourly bins (never the jobs)."""
+site, CE) over a window, from the hourly bins summed per key (never the jobs)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db.models import Min, Sum
+from django.db.models.functions import TruncDay
 
-from accounting.models import AccountingBin, AccountingMark
+from accounting.models import AccountingBin, AccountingMark, AccountingSum
 from core import clock
 
 GROUPINGS = {"group": "group__name", "user": "user__username", "site": "site", "ce": "ce"}
@@ -22,6 +23,20 @@ class Row:
     hour: datetime
     key: str
     running: float  # average running jobs in the hour (so far, for the current one)
+    finished: int
+    failed: int
+    cpu_hours: float
+    wall_hours: float
+
+
+@dataclass
+class Cell:
+    """A day's figures for one key (`daily`): its job-hours (running jobs times the time they
+    were sampled over) rather than an hour's average."""
+
+    hour: datetime  # the day's start (UTC), where the charts bucket it
+    key: str
+    job_hours: float
     finished: int
     failed: int
     cpu_hours: float
@@ -86,14 +101,53 @@ def _hour(at: datetime) -> datetime:
 
 def rows(hours: int, group_by: str, covered: Coverage | None = None) -> list[Row]:
     """One row per hour and key with anything in it, by hour then key. The current hour's
-    running jobs are averaged over its minutes sampled so far."""
+    running jobs are averaged over its minutes sampled so far. Read from the bins summed per
+    hour and key of the grouping (AccountingSum: a row per key and hour, not one per bin)."""
     covered = covered or coverage(hours)
+    return _rows_from(_start(hours), group_by, covered)
+
+
+def _start(hours: int) -> datetime:
+    return _hour(clock.now()) - timedelta(hours=hours - 1)
+
+
+def _rows_from(start: datetime, group_by: str, covered: Coverage) -> list[Row]:
     now = covered.until
     current = _hour(clock.now())
     key = GROUPINGS[group_by]
-    bins = (
-        AccountingBin.objects.filter(hour__gte=current - timedelta(hours=hours - 1))
-        .values("hour", key)
+    sums = (
+        AccountingSum.objects.filter(grouping=group_by, hour__gte=start)
+        .order_by("hour", key)
+        .values_list("hour", key, "running_minutes", "finished", "failed", "cpu_seconds",
+                     "wall_seconds")
+    )  # fmt: skip
+    elapsed = min(60.0, max(1.0, (now - current).total_seconds() / 60))
+    return [
+        Row(
+            hour=hour,
+            key=name or NONE,
+            running=rm / (elapsed if hour == current else 60.0),
+            finished=fin,
+            failed=fail,
+            cpu_hours=cpu / 3600,
+            wall_hours=wall / 3600,
+        )
+        for hour, name, rm, fin, fail, cpu, wall in sums
+    ]
+
+
+def daily(hours: int, group_by: str, covered: Coverage) -> list[Cell]:
+    """What `rows` gives, summed per day (UTC) and key, by day then key: the same totals and
+    daily figures from a row per day and key instead of one per hour. The hours before the one
+    the data ends in are summed by the database (each ran its minutes / 60 job-hours); that
+    hour and any after it (the current one, partly sampled) are read per hour and counted as
+    `job_hours` counts them."""
+    start, edge = _start(hours), _hour(covered.until)
+    key = GROUPINGS[group_by]
+    sums = (
+        AccountingSum.objects.filter(grouping=group_by, hour__gte=start, hour__lt=edge)
+        .annotate(day=TruncDay("hour", tzinfo=UTC))
+        .values("day", key)
         .annotate(
             rm=Sum("running_minutes"),
             fin=Sum("finished"),
@@ -101,30 +155,33 @@ def rows(hours: int, group_by: str, covered: Coverage | None = None) -> list[Row
             cpu=Sum("cpu_seconds"),
             wall=Sum("wall_seconds"),
         )
-        .order_by("hour", key)
+        .order_by("day", key)
+        .values_list("day", key, "rm", "fin", "fail", "cpu", "wall")
     )
-    elapsed = min(60.0, max(1.0, (now - current).total_seconds() / 60))
-    return [
-        Row(
-            hour=b["hour"],
-            key=b[key] or NONE,
-            running=b["rm"] / (elapsed if b["hour"] == current else 60.0),
-            finished=b["fin"],
-            failed=b["fail"],
-            cpu_hours=b["cpu"] / 3600,
-            wall_hours=b["wall"] / 3600,
-        )
-        for b in bins
-    ]
+    cells = {
+        (day, name or NONE): Cell(day, name or NONE, rm / 60, fin, fail, cpu / 3600, wall / 3600)
+        for day, name, rm, fin, fail, cpu, wall in sums
+    }
+    for r in _rows_from(max(start, edge), group_by, covered):
+        day = r.hour.replace(hour=0)
+        c = cells.setdefault((day, r.key), Cell(day, r.key, 0.0, 0, 0, 0.0, 0.0))
+        c.job_hours += job_hours(r, covered)
+        c.finished += r.finished
+        c.failed += r.failed
+        c.cpu_hours += r.cpu_hours
+        c.wall_hours += r.wall_hours
+    return [cells[k] for k in sorted(cells)]
 
 
-def job_hours(r: Row, covered: Coverage) -> float:
+def job_hours(r: Row | Cell, covered: Coverage) -> float:
     """The row's running jobs times the time they were sampled over (its hour, or the part of
-    the current hour sampled so far)."""
+    the current hour sampled so far); a day's Cell holds its own."""
+    if isinstance(r, Cell):
+        return r.job_hours
     return r.running * min(1.0, max(1 / 60, covered.hours_within(r.hour, r.hour + HOUR)))
 
 
-def totals(found: list[Row], covered: Coverage) -> list[Total]:
+def totals(found: list[Row] | list[Cell], covered: Coverage) -> list[Total]:
     """Per key over the window, the busiest first; the running jobs averaged over the time the
     data covers."""
     by_key: dict[str, Total] = {}

@@ -45,5 +45,30 @@ class AccountingViewSet(viewsets.ViewSet):
         if not form.is_valid():
             raise serializers.ValidationError(form.errors)
         hours, group_by = form.cleaned_data["hours"], form.cleaned_data["group_by"]
-        body = {"hours": hours, "group_by": group_by, "rows": report.rows(hours, group_by)}
-        return Response(AccountingSerializer(body).data)
+        body = {"hours": hours, "group_by": group_by, "rows": _rows(report.rows(hours, group_by))}
+        return Response(body)
+
+
+def _rows(found: list[report.Row]) -> list[dict]:
+    """The rows as AccountingRowSerializer gives them (its fields' own representations), at a
+    fraction of its cost per row: a month by user is thousands of rows, of a few hundred hours."""
+    fields = AccountingRowSerializer().fields
+    hour, text, number, count = fields["hour"], fields["key"], fields["running"], fields["finished"]
+    hours: dict = {}
+    out = []
+    for r in found:
+        at = hours.get(r.hour)
+        if at is None:
+            at = hours[r.hour] = hour.to_representation(r.hour)
+        out.append(
+            {
+                "hour": at,
+                "key": text.to_representation(r.key),
+                "running": number.to_representation(r.running),
+                "finished": count.to_representation(r.finished),
+                "failed": count.to_representation(r.failed),
+                "cpu_hours": number.to_representation(r.cpu_hours),
+                "wall_hours": number.to_representation(r.wall_hours),
+            }
+        )
+    return out

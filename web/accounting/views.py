@@ -1,5 +1,6 @@
 """The accounting page: running jobs, jobs ended and CPU delivered over a window, grouped by
-group, user, site or CE, from the hourly bins; `?format=csv` exports the hourly rows."""
+group, user, site or CE, from the hourly bins summed per key (per day for a window drawn per
+day); `?format=csv` exports the hourly rows."""
 
 from __future__ import annotations
 
@@ -43,24 +44,30 @@ def accounting_page(request):
         return render(request, "accounting/accounting.html", {"form": form}, status=400)
     hours, group_by = form.cleaned_data["hours"], form.cleaned_data["group_by"]
     covered = report.coverage(hours)
-    found = report.rows(hours, group_by, covered)
     if request.GET.get("format") == "csv":
-        return csv_response(found, group_by, hours)
+        return csv_response(report.rows(hours, group_by, covered), group_by, hours)
+    bucket = charts.bucket_of(hours)
+    # Drawn per day: the same totals and figures from a row per day and key, not per hour.
+    found: list[report.Row] | list[report.Cell] = (
+        report.daily(hours, group_by, covered)
+        if bucket == "day"
+        else report.rows(hours, group_by, covered)
+    )
     totals = report.totals(found, covered)
     for t in totals:
         t.link = _jobs_link(group_by, t.key)
     charts_html = {}
     if found:
-        bucket = charts.bucket_of(hours)
-        by = {"bucket": bucket, "group_by": group_by}
+        drawn, others = charts.fold(found, [t.key for t in totals])
+        by = {"bucket": bucket, "group_by": group_by, "others": others}
         per = charts.per_bucket_figure
         charts_html = {
             "bucket": bucket,
-            "running": to_html(charts.running_figure(found, covered, **by)),
-            "ended": to_html(per(found, lambda r: r.finished, "jobs finished", **by)),
-            "failed": to_html(per(found, lambda r: r.failed, "jobs failed", **by)),
-            "cpu": to_html(per(found, lambda r: r.cpu_hours, "CPU hours", counts=False, **by)),
-            "cpu_efficiency": to_html(charts.cpu_efficiency_figure(found, **by)),
+            "running": to_html(charts.running_figure(drawn, covered, **by)),
+            "ended": to_html(per(drawn, lambda r: r.finished, "jobs finished", **by)),
+            "failed": to_html(per(drawn, lambda r: r.failed, "jobs failed", **by)),
+            "cpu": to_html(per(drawn, lambda r: r.cpu_hours, "CPU hours", counts=False, **by)),
+            "cpu_efficiency": to_html(charts.cpu_efficiency_figure(drawn, **by)),
         }
     query = urlencode({"hours": hours, "group_by": group_by})
     context = {
