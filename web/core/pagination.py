@@ -75,7 +75,7 @@ def id_direction(queryset) -> bool | None:
 
 
 def newest_first(queryset, need: int, fetch, *, descending: bool = True,
-                 bound: int | None = None, opaque=None) -> int:  # fmt: skip
+                 bound: int | None = None, opaque=None, unscoped=None) -> int:  # fmt: skip
     """Feed `fetch(part, n)` the parts of `queryset` beyond `bound` in id order, nearest
     first, until it has found `need` rows (it returns how many it found in `part`, at most
     `n`). Returns how many were found.
@@ -84,9 +84,11 @@ def newest_first(queryset, need: int, fetch, *, descending: bool = True,
     as the density seen so far says will do) while that walk is expected to touch fewer rows
     than the filter's index would give among the older ids at that density; then everything
     older at once through a bitmap of the filter's own index (`opaque`: the same selection
-    written so that no other index serves it; else `queryset`). A term every new job has is
-    found by walking a few of them, one only old jobs have through its index's candidates,
-    never by walking the ids in between."""
+    written so that no other index serves it; else `queryset`). The index's candidates are
+    those of every user (`unscoped`: the selection without the user's scope, counted in the
+    first window; else `queryset`'s density stands for it). A term every new job has is found
+    by walking a few of them, one only old jobs have through its index's candidates, never by
+    walking the ids in between."""
     span = queryset.model._base_manager.using(queryset.db).aggregate(lo=Min("id"), hi=Max("id"))
     if span["hi"] is None:
         return 0
@@ -102,6 +104,7 @@ def newest_first(queryset, need: int, fetch, *, descending: bool = True,
 
     found = walked = 0
     window = RECENT_IDS
+    candidates = None  # the index's candidates per id, of every user
     while found < need and left() > 0:
         if descending:
             part, edge = Q(id__lt=edge, id__gte=edge - window), edge - window
@@ -109,12 +112,14 @@ def newest_first(queryset, need: int, fetch, *, descending: bool = True,
             part, edge = Q(id__gt=edge, id__lte=edge + window), edge + window
         with planner(WALK, queryset.db):
             found += fetch(queryset.filter(part), need - found)
+            if candidates is None and unscoped is not None and 0 < found < need:
+                candidates = unscoped.filter(part).order_by().count() / window
         walked += window
         if found == 0 or found >= need:
             break
         density = found / walked
         to_walk = (need - found) / density
-        if to_walk > left() * density:
+        if to_walk > left() * (density if candidates is None else max(candidates, density)):
             break  # the index's candidates are fewer than the rows a walk would pass
         window = int(to_walk * 1.5) + 1
     if found < need and left() > 0:
@@ -125,7 +130,7 @@ def newest_first(queryset, need: int, fetch, *, descending: bool = True,
 
 
 def searched_ids(queryset, limit: int, *, descending: bool = True, bound: int | None = None,
-                 opaque=None) -> list[int]:  # fmt: skip
+                 opaque=None, unscoped=None) -> list[int]:  # fmt: skip
     """The first `limit` ids of `queryset` in id order beyond `bound`, exactly as
     `queryset.order_by("-id")[:limit]` (or "id") finds them, found by `newest_first`."""
     order = "-id" if descending else "id"
@@ -136,13 +141,20 @@ def searched_ids(queryset, limit: int, *, descending: bool = True, bound: int | 
         ids.extend(got)
         return len(got)
 
-    newest_first(queryset, limit, fetch, descending=descending, bound=bound, opaque=opaque)
+    newest_first(
+        queryset, limit, fetch, descending=descending, bound=bound, opaque=opaque,
+        unscoped=unscoped,
+    )  # fmt: skip
     return ids
 
 
-def searched_count(queryset, cap: int, *, opaque=None) -> int:
+def searched_count(queryset, cap: int, *, opaque=None, unscoped=None) -> int:
     """How many rows `queryset` selects, counted up to `cap`, by `newest_first`."""
-    return newest_first(queryset, cap, lambda part, n: part.order_by()[:n].count(), opaque=opaque)
+
+    def fetch(part, n: int) -> int:
+        return part.order_by()[:n].count()
+
+    return newest_first(queryset, cap, fetch, opaque=opaque, unscoped=unscoped)
 
 
 def merged_ids(queryset, branches: Iterable[Q], limit: int, *, descending: bool = True,

@@ -12,7 +12,7 @@ from django.db.models import Count
 from matcher.models import Job, JobStatus
 from web.core.pagination import newest_first
 from web.matcher.filters import JobFilterSet
-from web.matcher.job_ids import is_text_search, opaque_jobs
+from web.matcher.job_ids import is_text_search, opaque_jobs, unscoped_jobs
 
 # Not filters: a facet's link starts from the first page and is never an export.
 NOT_KEPT = ("status", "page", "format")
@@ -30,13 +30,13 @@ class Facet:
     on: bool
 
 
-def newest_counts(queryset, most: int, *, opaque=None) -> dict[str, int]:
+def newest_counts(queryset, most: int, *, opaque=None, unscoped=None) -> dict[str, int]:
     """Jobs per state among the newest `most` the queryset selects: one GROUP BY over a
     LIMITed scan, newest first (an index range), never the whole selection. A search by part
-    of a name (`opaque`: the same selection that only the name's index serves,
-    web.matcher.job_ids) counts window by window from the newest ids, then among the older
-    ones through the name's index (web.core.pagination.newest_first): a walk newest first
-    went through every newer job when only old jobs have the term."""
+    of a name (`opaque`: the same selection that only the name's index serves; `unscoped`: of
+    every user; web.matcher.job_ids) counts window by window from the newest ids, then among
+    the older ones through the name's index (web.core.pagination.newest_first): a walk newest
+    first went through every newer job when only old jobs have the term."""
     if opaque is None:
         return _newest_counts(queryset, most)
     counts: dict[str, int] = {}
@@ -47,7 +47,7 @@ def newest_counts(queryset, most: int, *, opaque=None) -> dict[str, int]:
             counts[state] = counts.get(state, 0) + count
         return sum(got.values())
 
-    newest_first(queryset, most, fetch, opaque=opaque)
+    newest_first(queryset, most, fetch, opaque=opaque, unscoped=unscoped)
     return counts
 
 
@@ -79,10 +79,11 @@ def status_facets(query, visible, user=None, plan=None) -> tuple[list[Facet], in
             Job.objects.filter(pk__in=known).values_list("status").annotate(n=Count("id"))
         )
     else:
-        opaque = None
+        opaque = unscoped = None
         if is_text_search(rest.get("q")):
             opaque = filterset.qs if user is None else opaque_jobs(user, rest)
-        counts = newest_counts(filterset.qs, FACET_SCAN, opaque=opaque)
+            unscoped = None if user is None else unscoped_jobs(user, rest)
+        counts = newest_counts(filterset.qs, FACET_SCAN, opaque=opaque, unscoped=unscoped)
 
     def url(state: str) -> str:
         params = rest.copy()

@@ -44,6 +44,12 @@ def opaque_jobs(user, params):
     return JobFilterSet(params, queryset=base).qs
 
 
+def unscoped_jobs(user, params):
+    """The jobs the list's filters `params` select of every user, or None for staff (whose
+    list is that already): what a search's bitmap of the name's index rechecks."""
+    return None if user.is_staff else JobFilterSet(params, queryset=Job.objects.all()).qs
+
+
 class JobIds:
     """The jobs list's bounded plan for `user` and the list's query parameters `params`."""
 
@@ -61,6 +67,10 @@ class JobIds:
     @cached_property
     def opaque(self):
         return opaque_jobs(self.user, self.params)
+
+    @cached_property
+    def unscoped(self):
+        return unscoped_jobs(self.user, self.params)
 
     def branches(self) -> list[Q]:
         owners = (
@@ -82,8 +92,9 @@ class JobIds:
                 return None
         if self.search:
             ids = searched_ids(
-                queryset, limit, descending=descending, bound=bound, opaque=self.opaque
-            )
+                queryset, limit, descending=descending, bound=bound, opaque=self.opaque,
+                unscoped=self.unscoped,
+            )  # fmt: skip
             if bound is None and len(ids) < limit:
                 self.every_match = ids
             return ids
@@ -97,4 +108,4 @@ class JobIds:
             return None
         if self.every_match is not None:
             return min(len(self.every_match), cap)
-        return searched_count(queryset, cap, opaque=self.opaque)
+        return searched_count(queryset, cap, opaque=self.opaque, unscoped=self.unscoped)
