@@ -506,3 +506,77 @@ class JobHourCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hour:%Y-%m-%d %H}h {self.site or '-'} {self.status}: {self.jobs}"
+
+
+# --- failed jobs counted by the hour and day they failed (matcher/services/failures.py) ----------
+
+
+class FailedJobCount(models.Model):
+    """Jobs now failed that entered `failed` in a bucket (`span` hours from `start`, UTC: an
+    hour or a day), counted as the error summary groups them, folded from FailedJobDelta.
+    `kind`: "g" every owner of a group (owner_id 0) per site, error code and category, reason
+    and task; "t" a group's total; "o" one owner's jobs per the same keys; "u" one owner's total.
+    `first_job`: the lowest id among them (the summary's example job). Plain ids, no foreign
+    keys, as JobCount."""
+
+    kind = models.CharField(max_length=1)
+    span = models.SmallIntegerField()
+    start = models.DateTimeField()
+    owner_id = models.BigIntegerField()
+    owner_group_id = models.BigIntegerField()
+    site = models.CharField(max_length=128, blank=True)
+    error_code = models.IntegerField(null=True, blank=True)
+    error_category = models.CharField(max_length=32, blank=True)
+    reason = models.CharField(max_length=255, blank=True)
+    task_id = models.BigIntegerField(default=0)  # 0: no task
+    jobs = models.BigIntegerField(default=0)
+    first_job = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "kind",
+                    "span",
+                    "start",
+                    "owner_id",
+                    "owner_group_id",
+                    "site",
+                    "error_code",
+                    "error_category",
+                    "reason",
+                    "task_id",
+                ],
+                name="failedjobcount_key",
+                nulls_distinct=False,
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["owner_id", "span", "start"],
+                condition=models.Q(kind="o"),
+                name="failedjobcount_owner",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.start:%Y-%m-%d %H}h+{self.span} {self.site or '-'}: {self.jobs}"
+
+
+class FailedJobDelta(models.Model):
+    """Job `job_id` entered (n = 1) or left (n = -1) `failed`, which it entered at `changed`,
+    with these keys: appended in the transaction of the move, folded into FailedJobCount."""
+
+    job_id = models.BigIntegerField()
+    n = models.SmallIntegerField()
+    changed = models.DateTimeField()
+    owner_id = models.BigIntegerField()
+    owner_group_id = models.BigIntegerField()
+    site = models.CharField(max_length=128, blank=True)
+    error_code = models.IntegerField(null=True, blank=True)
+    error_category = models.CharField(max_length=32, blank=True)
+    reason = models.CharField(max_length=255, blank=True)
+    task_id = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.n:+d} job {self.job_id} failed at {self.changed:%Y-%m-%d %H:%M}"

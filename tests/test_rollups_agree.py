@@ -1,7 +1,9 @@
 """The job counts the summaries read (matcher/services/rollups.py, matcher/job_counts.py) agree
 with the job table counted by GROUP BY after every kind of move, folded or not; a move that
 fails inside its transaction leaves them as they were; retention's purge takes its jobs out of
-them; `rebuild` recounts; what a user and a JobSharing member read is what they may see."""
+them; `rebuild` recounts; what a user and a JobSharing member read is what they may see. So do
+the failed jobs' counts (matcher/services/failures.py): every row, its jobs and its lowest job
+id, recounted from the job table (tests/failed_counts_check.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from retention import services as retention
 from simulation import demo as pilot_demo
 from simulation import panda_demo
 from simulation import services as simulation
+from tests.failed_counts_check import assert_failed_agree
 
 pytestmark = pytest.mark.django_db
 
@@ -40,9 +43,11 @@ def table_counts() -> dict[tuple, int]:
 
 
 def assert_agree(when: str = "") -> None:
-    """Read unfolded, then folded: both equal the job table's GROUP BY."""
+    """Read unfolded, then folded: both equal the job table's GROUP BY; the failed jobs' counts
+    too."""
     expected = table_counts()
     assert job_counts.counts(None, job_counts.KEYS) == expected, f"unfolded {when}"
+    assert_failed_agree(when)
     rollups.fold()
     assert not JobCountDelta.objects.exists()
     folded = {

@@ -25,7 +25,7 @@ from matcher.lifecycle import (
     FINISHED,
 )
 from matcher.models import MULTI_VALUED_FIELDS, RESULT_FIELDS, Job, TaskQueueJob
-from matcher.services import enqueue, housekeeping, moves, rollups
+from matcher.services import enqueue, failures, housekeeping, moves, rollups
 from matcher.services.moves import JobActionError, MoveRefused, NotHeld
 from matcher.services.submission import WAITING
 
@@ -418,12 +418,15 @@ def purge_jobs(ids: Sequence[int]) -> list[int]:
         keys = ("pk", "owner_id", "owner_group_id", "site", "status")
         rows = sorted(doomed.values_list(*keys))
         gone = [r[0] for r in rows]
+        failed = failures.keys(r[0] for r in rows if r[4] == FAILED)
         Job.objects.filter(pk__in=gone).delete()
+        failures.record(failed, {})
         rollups.record(((o, g, site, st, "", "") for _, o, g, site, st in rows), clock.now())
         return gone
     job, pk = Job._meta.db_table, Job._meta.pk.column
     member_table = TaskQueueJob._meta.db_table
     final = sorted(lifecycle.FINAL_STATES)
+    failed = failures.keys(ids)  # those failed, before they go
     with connection.cursor() as cur:
         # The job rows first (the foreign keys pointing at them are checked at commit), so
         # that one statement both decides and deletes.
@@ -440,6 +443,7 @@ def purge_jobs(ids: Sequence[int]) -> list[int]:
         if not gone:
             return []
         rollups.record(((o, g, site, st, "", "") for _, o, g, site, st in rows), clock.now())
+        failures.record({k: failed[k] for k in gone if k in failed}, {})
         for action, table, column in plain:
             where, params = db.id_in(f'"{column}"', gone)
             if action == "null":

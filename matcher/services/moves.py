@@ -36,7 +36,7 @@ from core import clock, db, gdpconfig
 from matcher import errors, lifecycle
 from matcher.lifecycle import ACTIVATED, FAILED, FINAL_STATES, NEW
 from matcher.models import MULTI_VALUED_FIELDS, Job, JobStatusHistory, TaskQueue, TaskQueueJob
-from matcher.services import enqueue, rollups
+from matcher.services import enqueue, failures, rollups
 
 log = logging.getLogger(__name__)
 
@@ -193,12 +193,14 @@ def move_job(
         fields["task_queue"], joined = tq, tq.pk
         reason = f"{reason}; {note} TaskQueue {tq.pk}"
     record_history([(job.pk, now, from_status, to, reason)])
+    failed_before = failures.keys([job.pk]) if from_status == FAILED else {}
     job.status = to
     job.status_reason = (reason if status_reason is None else status_reason)[:255]
     job.status_changed = now
     for name, value in fields.items():
         setattr(job, name, value)
     job.save(update_fields=["status", "status_reason", "status_changed", *fields])
+    failures.record(failed_before, failures.keys([job.pk]) if to == FAILED else {})
     rollups.record([(job.owner_id, job.owner_group_id, from_site, from_status, job.site, to)], now)
     return left if left != joined else None
 
@@ -277,6 +279,7 @@ def move_jobs(locked: Locked, steps: Sequence[Step], now: datetime) -> Moved:
             joined = f"{s.note} TaskQueue {moved.joined[s.job_id]}"
             moved.reasons[s.job_id] = f"{s.reason}; {joined}"[:255]
     moved.left = {tq for tq, _ in left.values()} - set(moved.joined.values())
+    failed_before = failures.keys(s.job_id for s in steps if locked.status(s.job_id) == FAILED)
     groups: dict[tuple[bool, bool], list[tuple]] = {}
     for s in steps:
         into = s.to == ACTIVATED
@@ -295,6 +298,7 @@ def move_jobs(locked: Locked, steps: Sequence[Step], now: datetime) -> Moved:
     record_history(
         [(s.job_id, now, locked.status(s.job_id), s.to, moved.reasons[s.job_id]) for s in steps]
     )
+    failures.record(failed_before, failures.keys(s.job_id for s in steps if s.to == FAILED))
     rollups.record(
         (
             (
@@ -376,6 +380,7 @@ def insert_jobs(jobs: list[Job], *, by: str, now: datetime, reason: str | None =
             why = f"{why}; joined TaskQueue {j.task_queue_id}"
         history.append((j.pk, now, NEW, j.status, why))
     record_history(history)
+    failures.record({}, failures.keys(j.pk for j in jobs if j.status == FAILED))
     rollups.record(((j.owner_id, j.owner_group_id, "", NEW, j.site, j.status) for j in jobs), now)
 
 
@@ -426,12 +431,25 @@ def create_jobs(new: NewJobs, *, by: str, cursor=None) -> None:
     if counts is None:
         counts = Counter((tq, prio) for _job, tq, prio in new.members)
     enqueue.add_to_counts(counts)
+    if new.status == FAILED:
+        failures.record({}, failures.keys(_ids_of(new)))
     rollup = new.rollup if new.rollup is not None else _rollup_of(new)
     rollups.record_counts(
         Counter({(o, g, "", NEW, site, new.status): n for (o, g, site), n in rollup.items()}),
         clock.now(),
     )
     return None
+
+
+def _ids_of(new: NewJobs) -> list[int]:
+    """The ids of new rows (their `id` column, from tuples or COPY text): failed jobs created
+    in bulk are counted by id (matcher/services/failures.py)."""
+    if "id" not in new.columns:
+        raise ValueError("failed jobs created in bulk need their ids (reserve_job_ids)")
+    i = list(new.columns).index("id")
+    if isinstance(new.jobs, bytes):
+        return [int(line.split(b"\t")[i]) for line in new.jobs.splitlines() if line]
+    return [int(row[i]) for row in new.jobs]
 
 
 def _rollup_of(new: NewJobs) -> Counter:

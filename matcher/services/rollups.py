@@ -9,7 +9,9 @@ row. `fold` moves the deltas into the totals (JobCount: + to, - from) and the ho
 (JobHourCount), deleting them in the same transaction; readers (matcher/job_counts.py) sum
 totals and the deltas not folded yet, in one statement, so they see every committed move
 exactly once whether or not it is folded. `rebuild` recounts from the job table (repairs,
-after a load that bypassed the writer); `manage.py rebuild_job_counts` runs it.
+after a load that bypassed the writer); `manage.py rebuild_job_counts` runs it. Both take the
+failed jobs' counts (matcher/services/failures.py, the error summary's) along, in the same
+transaction.
 
 Folding: the `job_counts` cycle every minute, and, in a process that moves jobs with
 housekeeping in the background, a daemon thread FOLD_SECONDS after its first unfolded move,
@@ -30,7 +32,7 @@ from django.db import DatabaseError, connection, transaction
 from core import db
 from core.cycles import cycle
 from matcher.models import Job, JobCount, JobCountDelta, JobHourCount
-from matcher.services import housekeeping
+from matcher.services import failures, housekeeping
 
 log = logging.getLogger(__name__)
 
@@ -130,10 +132,11 @@ def fold(limit: int = FOLD_BATCH) -> int:
                 return done
             cur.execute(_FOLD_SQL, {"limit": limit})
             n = cur.fetchone()[0]
+            failed = failures.fold(cur, limit)
             # Totals that came to nothing go: a reader's state list is the states with jobs.
             cur.execute(f"DELETE FROM {TOTALS} WHERE jobs = 0")
         done += n
-        if n < limit:
+        if n < limit and failed < limit:
             return done
 
 
@@ -141,9 +144,12 @@ def rebuild() -> dict:
     """Recount the totals from the job table (repairs; after a load that bypassed the mover):
     in one transaction that locks the rollup tables against the mover's deltas and other folds
     for its time, so that no move is counted twice or lost. The hours are left as they are
-    (the history they count is not all in the job table any more)."""
+    (the history they count is not all in the job table any more); the failed jobs' counts
+    (matcher/services/failures.py) are recounted."""
     with transaction.atomic(), connection.cursor() as cur:
-        cur.execute(f"LOCK TABLE {DELTAS}, {TOTALS} IN EXCLUSIVE MODE")
+        cur.execute(
+            f"LOCK TABLE {DELTAS}, {TOTALS}, {failures.DELTAS}, {failures.COUNTS} IN EXCLUSIVE MODE"
+        )
         cur.execute(f"SELECT count(*) FROM {DELTAS}")
         dropped = cur.fetchone()[0]
         cur.execute(f"DELETE FROM {DELTAS}")
@@ -151,7 +157,8 @@ def rebuild() -> dict:
         cur.execute(REBUILD_SQL)
         cur.execute(f"SELECT count(*), coalesce(sum(jobs), 0) FROM {TOTALS}")
         rows, jobs = cur.fetchone()
-    return {"rows": rows, "jobs": int(jobs), "deltas_dropped": dropped}
+        failed = failures.rebuild(cur)
+    return {"rows": rows, "jobs": int(jobs), "deltas_dropped": dropped, **failed}
 
 
 @cycle("job_counts")

@@ -3,19 +3,19 @@
 grid's clock as the jobs list's time range), grouped by error code and by error category
 (matcher.errors: PanDA's pilot error codes), by reason (status_reason, DIRAC's minor status), by
 site, by task and by user, counted per site and category (the site x error view), and per time
-bucket for the histogram. Eight GROUP BY queries."""
+bucket for the histogram. Read from the failed jobs' rollup (matcher.failed_counts, one
+statement: the window's hour and day buckets, and the failed jobs of the part of an hour before
+the first whole one), not from the job table."""
 
 from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
 
-from django.db.models import CharField, Count, F, Min, Value
-from django.db.models.functions import Cast, Concat, Trunc
-
 from core import clock
-from matcher import errors
-from matcher.models import Job, JobStatus
+from matcher import errors, failed_counts
+from matcher.models import JobStatus
+from shares.models import User
 from web.monitoring import links
 
 DEFAULT_HOURS = 24
@@ -93,49 +93,52 @@ def bucket_for(hours: int) -> str:
     return "minute" if hours <= 3 else "hour" if hours <= 24 * 7 else "day"
 
 
-def failed_jobs(user, since: datetime.datetime):
-    return (
-        Job.objects.visible_to(user)
-        .filter(status=JobStatus.FAILED, status_changed__gte=since)
-        .order_by()
-    )
+BUCKET_HOURS = {"minute": 0, "hour": 1, "day": 24}
 
 
-def _grouped(qs, path: str) -> list[tuple[str, int, int]]:
-    """(value as text, '' for none; count; lowest job id), the TOP largest: one GROUP BY.
-    Grouped by the value as an expression, not the bare column, so that the planner reads the
-    failed jobs only rather than walking the whole (column, id) index the jobs list sorts by."""
-    key = Concat(Cast(F(path), CharField()), Value(""), output_field=CharField())
-    rows = qs.annotate(key=key).values_list("key").annotate(n=Count("*"), first=Min("id"))
-    return list(rows.order_by("-n", "key")[:TOP])
+def _truncate(at: datetime.datetime, bucket: str) -> datetime.datetime:
+    at = at.astimezone(datetime.UTC).replace(second=0, microsecond=0)
+    if bucket == "minute":
+        return at
+    at = at.replace(minute=0)
+    return at if bucket == "hour" else at.replace(hour=0)
+
+
+def _top(rows, order) -> list:
+    """The TOP rows of (key, jobs, lowest job id), the largest first, then by `order`(key)."""
+    return sorted(rows, key=lambda row: (-row[1], order(row[0])))[:TOP]
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)
 
 
 def summary(user, hours: int) -> ErrorSummary:
     until = clock.now()
     since = until - datetime.timedelta(hours=hours)
-    qs = failed_jobs(user, since)
     out = ErrorSummary(hours=hours, since=since, until=until, bucket=bucket_for(hours))
+    found = failed_counts.failed(user, since, until, BUCKET_HOURS[out.bucket])
     base = {"status": JobStatus.FAILED.value, "since": links.instant(since)}
     out.url = links.jobs(**base)
-    out.histogram = [
-        (at, n)
-        for at, n in qs.annotate(at=Trunc("status_changed", out.bucket))
-        .values_list("at")
-        .annotate(n=Count("*"))
-        .order_by("at")
-    ]
+    bins: dict[datetime.datetime, int] = {}
+    for at, n in found.times:
+        at = _truncate(at, out.bucket)
+        bins[at] = bins.get(at, 0) + n
+    out.histogram = [(at, n) for at, n in sorted(bins.items()) if n > 0]
     out.total = sum(n for _at, n in out.histogram)
+    codes = _top(
+        found.grouped("code"),
+        lambda key: (key[0] is None, key[0] or 0, key[1]),  # no code last, as PostgreSQL
+    )
     out.by_code = [
         Group(
-            "" if code is None else str(code),
+            _text(code),
             _code_label(code, category),
             n,
             first,
             f"/jobs/{first}/" if code is None else links.jobs(**base, error_code=code),
         )
-        for code, category, n, first in qs.values_list("error_code", "error_category")
-        .annotate(n=Count("*"), first=Min("id"))
-        .order_by("-n", "error_code")[:TOP]
+        for (code, category), n, first in codes
     ]
     out.by_category = [
         Group(
@@ -145,9 +148,9 @@ def summary(user, hours: int) -> ErrorSummary:
             first,
             links.jobs(**base, error_category=category) if category else f"/jobs/{first}/",
         )
-        for category, n, first in _grouped(qs, "error_category")
+        for (category,), n, first in _top(found.grouped("category"), _text)
     ]
-    out.matrix = site_matrix(qs, base)
+    out.matrix = site_matrix(found, base)
     out.by_reason = [
         Group(
             reason,
@@ -156,14 +159,15 @@ def summary(user, hours: int) -> ErrorSummary:
             first,
             links.jobs(**base, reason=reason) if reason else f"/jobs/{first}/",
         )
-        for reason, n, first in _grouped(qs, "status_reason")
+        for (reason,), n, first in _top(found.grouped("reason"), _text)
     ]
     out.by_site = [
         Group(
             site, site or NOT_PLACED, n, first, links.jobs(**base, placed=site or links.NOT_PLACED)
         )
-        for site, n, first in _grouped(qs, "site")
+        for (site,), n, first in _top(found.grouped("site"), _text)
     ]
+    tasks = (((_text(task or None),), n, first) for (task,), n, first in found.grouped("task"))
     out.by_task = [
         Group(
             task,
@@ -172,11 +176,16 @@ def summary(user, hours: int) -> ErrorSummary:
             first,
             links.jobs(**base, task=task) if task else f"/jobs/{first}/",
         )
-        for task, n, first in _grouped(qs, "task_job__task_id")
+        for (task,), n, first in _top(tasks, lambda key: key[0])
     ]
+    owners = list(found.grouped("owner"))
+    names = dict(
+        User.objects.filter(pk__in=[o for (o,), _n, _f in owners]).values_list("pk", "username")
+    )
+    users = ((names.get(owner, str(owner)), n, first) for (owner,), n, first in owners)
     out.by_user = [
         Group(name, name, n, first, links.jobs(**base, owner=name))
-        for name, n, first in _grouped(qs, "owner__username")
+        for name, n, first in _top(users, lambda name: name)
     ]
     return out
 
@@ -192,12 +201,10 @@ def _column_order(category: str) -> tuple[int, str]:
     return (known.index(category) if category in known else len(known), category or "~")
 
 
-def site_matrix(qs, base: dict) -> SiteMatrix:
-    """The site x error category counts of the failed jobs `qs`: one GROUP BY."""
+def site_matrix(found: failed_counts.Failed, base: dict) -> SiteMatrix:
+    """The site x error category counts of the failed jobs `found`."""
     counts: dict[str, dict[str, int]] = {}
-    for site, category, n in (
-        qs.values_list("site", "error_category").annotate(n=Count("*")).order_by()
-    ):
+    for (site, category), n, _first in found.grouped("site_category"):
         counts.setdefault(site, {})[category] = n
     columns = sorted({c for per_site in counts.values() for c in per_site}, key=_column_order)
     sites = sorted(counts, key=lambda site: (-sum(counts[site].values()), site))[:TOP]
