@@ -24,6 +24,7 @@ from core import db, gdpconfig
 from matcher import errors
 from matcher import services as job_services
 from matcher.lifecycle import ACTIVATED, CLOSED, DEFINED, FAILED
+from matcher.models import Job
 from timeouts import rules
 from timeouts.models import TimeoutAction
 
@@ -151,20 +152,30 @@ def failure_code(rule: str) -> int:
 
 
 def _record(steps, moved, by_id: dict, locked, now: datetime, run_id: int | None) -> None:
-    """One TimeoutAction per job moved, with the reason its history recorded."""
+    """One TimeoutAction per job moved, with the reason its history recorded and the job's
+    owner and group (who may see the row: TimeoutAction.objects.visible_to)."""
+    owners = {
+        pk: (owner, group)
+        for part in db.among(Job.objects.all(), "id", [s.job_id for s in steps])
+        for pk, owner, group in part.values_list("pk", "owner_id", "owner_group_id")
+    }
     rows = []
     for s in steps:
         p = by_id[s.job_id]
         reason = moved.reasons[s.job_id]
+        owner, group = owners.get(s.job_id, (None, None))
+        status = locked.status(s.job_id)
         rows.append(
-            (run_id, now, p.rule, s.job_id, locked.status(s.job_id), s.to, p.queue[:128], reason)
+            (run_id, now, p.rule, s.job_id, status, s.to, p.queue[:128], reason, owner, group)
         )
     _insert(
         TimeoutAction._meta.db_table,
-        ["cycle_run", "at", "rule", "job_id", "from_status", "to_status", "queue", "reason"],
-        ["bigint", "timestamptz", "text", "bigint", "text", "text", "text", "text"],
+        ["cycle_run", "at", "rule", "job_id", "from_status", "to_status", "queue", "reason",
+         "owner_id", "owner_group_id"],
+        ["bigint", "timestamptz", "text", "bigint", "text", "text", "text", "text", "bigint",
+         "bigint"],
         rows,
-    )
+    )  # fmt: skip
 
 
 def _reassign(ids: list[int], by_id: dict) -> int:

@@ -70,3 +70,22 @@ def test_the_pages_scan_state_by_state_finds_the_jobs_the_cycles_scan_finds(make
         (whole[i].status, whole[i].queue_id, whole[i].gshare) for i in by_state
     ]
     assert len(first) == 1 and first[0].status == "activated"  # the busiest state first
+
+
+def test_each_action_carries_its_jobs_owner_and_group_and_is_seen_by_whoever_sees_the_job(
+    users, timed_out
+):
+    acted = {a.job_id: a for a in TimeoutAction.objects.all()}
+    jobs = Job.objects.filter(pk__in=acted)
+
+    for job in jobs:
+        assert (acted[job.pk].owner_id, acted[job.pk].owner_group_id) == (
+            job.owner_id,
+            job.owner_group_id,
+        )
+    seen_by = {}
+    for name, user in users.items():
+        seen = set(TimeoutAction.objects.visible_to(user).values_list("job_id", flat=True))
+        assert seen == set(jobs.visible_to(user).values_list("pk", flat=True)), name
+        seen_by[name] = seen
+    assert len(acted) == 2 and seen_by["admin"] == set(acted) != seen_by["alice"]
