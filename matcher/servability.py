@@ -75,20 +75,28 @@ def _add(d: dict, key, n: int) -> None:
 
 
 # What each distinct definition's verdict is against the active CEs: per process, for the CEs
-# it was found with (any change of the CEs starts it again), keyed by the definition as the
-# database spells it, so that a TaskQueue seen before costs a dictionary lookup, not a parse.
-_verdicts: dict[tuple, tuple[list[int], str]] = {}
+# it was found with (any change of the CEs starts it again), keyed by the hash of the definition
+# as the database spells it, so that a TaskQueue seen before costs a dictionary lookup, not a
+# parse and a match against every CE.
+_verdicts: dict[str, tuple[list[int], str]] = {}
 _verdicts_for: tuple[matching.Resource, ...] = ()
 _VERDICTS_KEPT = 100_000
 
-_DEFINITIONS_SQL = (
-    "SELECT id, priority, setup, cpu_time, "
+# A definition as the database spells it, hashed: what the kept verdicts are keyed by (the
+# definitions themselves are read only for the TaskQueues whose hash is not known yet).
+_DEFINITION_TEXT = "concat_ws(chr(31), setup, cpu_time::text, {})".format(
+    ", ".join(f"{f}::text" for f in MULTI_VALUED_FIELDS)
+)
+_TABLE = TaskQueue._meta.db_table
+_DEFINITIONS_SQL = f"SELECT id, priority, cpu_time, md5({_DEFINITION_TEXT}) FROM {_TABLE}"
+_NEW_DEFINITIONS_SQL = (
+    f"SELECT DISTINCT ON (1) md5({_DEFINITION_TEXT}), setup, cpu_time, "
     + ", ".join(f"{f}::text" for f in MULTI_VALUED_FIELDS)
-    + f" FROM {TaskQueue._meta.db_table}"
+    + f" FROM {_TABLE} WHERE id = ANY(%s)"
 )
 
 
-def _verdicts_against(resources: tuple[matching.Resource, ...]) -> dict:
+def _verdicts_against(resources: tuple[matching.Resource, ...]) -> dict[str, tuple[list[int], str]]:
     """The kept verdicts for these CEs (none kept for others any more)."""
     global _verdicts, _verdicts_for
     if resources != _verdicts_for or len(_verdicts) > _VERDICTS_KEPT:
@@ -123,32 +131,57 @@ def reach(loads: Sequence[TaskQueueLoad] | None = None) -> Reach:
     by_id = {t.id: t for t in (taskqueue_loads() if loads is None else loads) if t.jobs > 0}
     if not by_id:
         return Reach()
+    ces = active_ces()
+    resources = tuple(c.resource for c in ces)
+    verdicts = _verdicts_against(resources)
     with connection.cursor() as cur:
         cur.execute(_DEFINITIONS_SQL)
         defs = [row for row in cur.fetchall() if row[0] in by_id]
-    ces = active_ces()
-    resources = tuple(c.resource for c in ces)
+        # Always asked (often for none): as many queries whatever was seen before.
+        unknown = [row[0] for row in defs if row[3] not in verdicts]
+        cur.execute(_NEW_DEFINITIONS_SQL, [unknown])
+        for digest, *raw in cur.fetchall():
+            verdicts[digest] = _verdict(tuple(raw), resources)
     out = Reach(ranked=len(defs))
     ordered = sorted(-row[1] for row in defs)
+    # Per user first (one entry per TaskQueue), then each group from its users.
+    servable, segments, blocked = out.servable, out.segments, out.blocked
     able_ces: dict[tuple, set[int]] = {}  # entity -> indexes of the CEs that serve some of it
-    verdicts = _verdicts_against(resources)
-    for row in defs:
-        load = by_id[row[0]]
-        raw = row[2:]
-        found = verdicts.get(raw)
-        if found is None:
-            found = verdicts[raw] = _verdict(raw, resources)
-        able, rule = found
-        segment = int(row[3])
-        rank = bisect_left(ordered, -row[1]) + 1  # 1 + the strictly higher ones
-        for key in ((load.group_id, None), (load.group_id, load.owner_id)):
-            if able:
-                _add(out.servable, key, load.jobs)
-                _add(out.segments.setdefault(key, {}), segment, load.jobs)
-                able_ces.setdefault(key, set()).update(able)
+    ranks = out.rank
+    for tq_id, priority, segment, digest in defs:
+        load = by_id[tq_id]
+        able, rule = verdicts[digest]
+        key = (load.group_id, load.owner_id)
+        n = load.jobs
+        if able:
+            servable[key] = servable.get(key, 0) + n
+            per = segments.get(key)
+            if per is None:
+                per = segments[key] = {}
+            per[segment] = per.get(segment, 0) + n
+            found = able_ces.get(key)
+            if found is None:
+                able_ces[key] = set(able)
             else:
-                _add(out.blocked.setdefault(key, {}), rule, load.jobs)
-            out.rank[key] = min(rank, out.rank.get(key, rank))
+                found.update(able)
+        else:
+            per = blocked.get(key)
+            if per is None:
+                per = blocked[key] = {}
+            per[rule] = per.get(rule, 0) + n
+        rank = bisect_left(ordered, -priority) + 1  # 1 + the strictly higher ones
+        if rank < ranks.get(key, rank + 1):
+            ranks[key] = rank
+    for key in list(ranks):
+        group = (key[0], None)
+        ranks[group] = min(ranks[key], ranks.get(group, ranks[key]))
+        if key in servable:
+            _add(servable, group, servable[key])
+            for seg, n in segments[key].items():
+                _add(segments.setdefault(group, {}), seg, n)
+            able_ces.setdefault(group, set()).update(able_ces[key])
+        for rule, n in blocked.get(key, {}).items():
+            _add(blocked.setdefault(group, {}), rule, n)
     out.slots = {key: sum(ces[i].slots for i in idx) for key, idx in able_ces.items()}
     return out
 
