@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Min, Sum
-from django.db.models.functions import TruncDay
+from django.db.models import BigIntegerField, Func, Min, Sum
 
 from accounting.models import AccountingBin, AccountingMark, AccountingSum
 from core import clock
@@ -111,6 +110,29 @@ def _start(hours: int) -> datetime:
     return _hour(clock.now()) - timedelta(hours=hours - 1)
 
 
+class _Epoch(Func):
+    """A time as whole seconds since the epoch: an integer to read where thousands of
+    timestamps would each be parsed from text (most of a month's reading time); `_Times` makes
+    datetimes of them again, one per distinct hour or day."""
+
+    template = "EXTRACT(EPOCH FROM %(expressions)s)::bigint"
+    output_field = BigIntegerField()
+
+
+class _EpochDay(_Epoch):
+    """The start of the time's day (UTC), as seconds since the epoch."""
+
+    template = "EXTRACT(EPOCH FROM DATE_TRUNC('day', %(expressions)s AT TIME ZONE 'UTC'))::bigint"
+
+
+class _Times(dict):
+    """Seconds since the epoch -> the time (UTC), made once each."""
+
+    def __missing__(self, seconds: int) -> datetime:
+        at = self[seconds] = datetime.fromtimestamp(seconds, UTC)
+        return at
+
+
 def _rows_from(start: datetime, group_by: str, covered: Coverage) -> list[Row]:
     now = covered.until
     current = _hour(clock.now())
@@ -118,13 +140,14 @@ def _rows_from(start: datetime, group_by: str, covered: Coverage) -> list[Row]:
     sums = (
         AccountingSum.objects.filter(grouping=group_by, hour__gte=start)
         .order_by("hour", key)
-        .values_list("hour", key, "running_minutes", "finished", "failed", "cpu_seconds",
-                     "wall_seconds")
+        .values_list(_Epoch("hour"), key, "running_minutes", "finished", "failed",
+                     "cpu_seconds", "wall_seconds")
     )  # fmt: skip
     elapsed = min(60.0, max(1.0, (now - current).total_seconds() / 60))
+    times = _Times()
     return [
         Row(
-            hour=hour,
+            hour=(hour := times[seconds]),
             key=name or NONE,
             running=rm / (elapsed if hour == current else 60.0),
             finished=fin,
@@ -132,7 +155,7 @@ def _rows_from(start: datetime, group_by: str, covered: Coverage) -> list[Row]:
             cpu_hours=cpu / 3600,
             wall_hours=wall / 3600,
         )
-        for hour, name, rm, fin, fail, cpu, wall in sums
+        for seconds, name, rm, fin, fail, cpu, wall in sums
     ]
 
 
@@ -146,7 +169,7 @@ def daily(hours: int, group_by: str, covered: Coverage) -> list[Cell]:
     key = GROUPINGS[group_by]
     sums = (
         AccountingSum.objects.filter(grouping=group_by, hour__gte=start, hour__lt=edge)
-        .annotate(day=TruncDay("hour", tzinfo=UTC))
+        .annotate(day=_EpochDay("hour"))
         .values("day", key)
         .annotate(
             rm=Sum("running_minutes"),
@@ -158,8 +181,11 @@ def daily(hours: int, group_by: str, covered: Coverage) -> list[Cell]:
         .order_by()  # sorted below: a hash aggregate, no sort of every hour
         .values_list("day", key, "rm", "fin", "fail", "cpu", "wall")
     )
+    days = _Times()
     cells = {
-        (day, name or NONE): Cell(day, name or NONE, rm / 60, fin, fail, cpu / 3600, wall / 3600)
+        (days[day], name or NONE): Cell(
+            days[day], name or NONE, rm / 60, fin, fail, cpu / 3600, wall / 3600
+        )
         for day, name, rm, fin, fail, cpu, wall in sums
     }
     for r in _rows_from(max(start, edge), group_by, covered):
