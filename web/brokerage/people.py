@@ -7,9 +7,8 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from brokerage.models import Task
+from brokerage.models import PandaQueue, Task
 from brokerage.services import analysis as analysis_services
-from brokerage.services import world
 
 RECENT_TASKS = 20
 
@@ -40,7 +39,9 @@ def tasks(viewer, subject) -> dict:
 
 def analysis_caps(viewer, subject) -> dict:
     params = analysis_services.analysis_params()
-    _usage, caps = analysis_services.user_caps(subject, world.load_queues(), params)
+    # The caps need only which queues are at hi-class sites, not the queues' job counts.
+    queues = list(PandaQueue.objects.select_related("site"))
+    _usage, caps = analysis_services.user_caps(subject, queues, params)
     url = reverse("analysis-user") + (
         "?" + urlencode({"user": subject.username}) if viewer.is_staff else ""
     )
