@@ -159,6 +159,28 @@ def test_a_load_building_its_indexes_leaves_every_index_as_it_was_and_counts_its
     assert_counted()
 
 
+def test_a_load_numbers_its_history_rows_in_the_order_of_their_jobs_and_restores_its_settings(
+    world, monkeypatch
+):
+    firsts = {Job: 5_000_000, JobStatusHistory: 7_000_000}  # ids reserved, as outside a test
+    monkeypatch.setattr(
+        bulkload, "reserve_ids", lambda model, n: range(firsts[model], firsts[model] + n)
+    )
+    with connection.cursor() as cur:
+        cur.execute("SHOW wal_compression")
+        compression = cur.fetchone()[0]
+    bulk.load_jobs(300, seed=6, batch_size=70, bulk_build=True)
+    history = list(
+        JobStatusHistory.objects.filter(id__gte=firsts[JobStatusHistory])
+        .order_by("id")
+        .values_list("id", "job_id")
+    )
+    assert history == [(firsts[JobStatusHistory] + i, firsts[Job] + i) for i in range(300)]
+    with connection.cursor() as cur:
+        cur.execute("SHOW wal_compression")
+        assert cur.fetchone()[0] == compression
+
+
 def test_the_grid_a_load_built_matches_its_jobs_and_stays_consistent(world):
     bulk.load_jobs(200, seed=4, batch_size=64, bulk_build=True)
     resource = Resource(
