@@ -239,21 +239,6 @@ def branches(world: World, now: datetime) -> Branches:
     return Branches(dict(per_state), exempt, beat)
 
 
-def candidate_filter(world: World, now: datetime) -> tuple[Q, Coalesce]:
-    """The OR of every rule's condition (`branches`, one branch per state) with the exempt
-    queues left out: the cycle's one scan."""
-    found = branches(world, now)
-    cond = Q()
-    for state in found.order():
-        either = Q()
-        for c, _bound in found.per_state[state]:
-            either |= c
-        cond |= Q(status=state) & either
-    for c in found.exempt:
-        cond &= c
-    return cond, found.beat
-
-
 CANDIDATE_FIELDS = (
     "pk",
     "status",
@@ -266,16 +251,15 @@ CANDIDATE_FIELDS = (
 )
 
 
-def scan(world: World, now: datetime, limit: int | None = None) -> list[Candidate]:
-    cond, beat = candidate_filter(world, now)
-    qs = Job.objects.annotate(last_word=beat).filter(cond).order_by().values_list(*CANDIDATE_FIELDS)
-    if limit is not None:
-        qs = qs[:limit]
-    return _with_task_jobs([Candidate(*row) for row in qs])
+def scan(world: World, now: datetime) -> list[Candidate]:
+    """Every candidate of the cycle: scan_by_state without a limit (one query per state on
+    the (status, status_changed) index: what it reads follows the jobs in the watched states,
+    not the year of finished ones an OR of every branch led the planner to scan)."""
+    return scan_by_state(world, now, None)
 
 
-def scan_by_state(world: World, now: datetime, limit: int) -> list[Candidate]:
-    """At most `limit` candidates, as `scan` finds them, read one state at a time, the oldest
+def scan_by_state(world: World, now: datetime, limit: int | None) -> list[Candidate]:
+    """At most `limit` candidates (all without one), read one state at a time, the oldest
     state change first: each state's query walks the (status, status_changed) index and stops
     at the limit or at the branch's bound, whatever the planner believes of how many old
     rows match (the jobs of a year are old; the waiting ones rarely are), so what it reads
@@ -283,7 +267,7 @@ def scan_by_state(world: World, now: datetime, limit: int) -> list[Candidate]:
     found = branches(world, now)
     out: list[Candidate] = []
     for state in found.order():
-        if len(out) >= limit:
+        if limit is not None and len(out) >= limit:
             break
         cond, bound = found.of_state(state)
         if bound is not None:
@@ -294,7 +278,7 @@ def scan_by_state(world: World, now: datetime, limit: int) -> list[Candidate]:
             .order_by("status_changed")
             .values_list(*CANDIDATE_FIELDS)
         )
-        out.extend(Candidate(*row) for row in qs[: limit - len(out)])
+        out.extend(Candidate(*row) for row in (qs if limit is None else qs[: limit - len(out)]))
     return _with_task_jobs(out)
 
 
