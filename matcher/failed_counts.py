@@ -131,12 +131,15 @@ def failed(user, since: datetime.datetime, until: datetime.datetime, bucket_hour
     params: list = []
     # The jobs themselves: the window before its first whole hour (all of it when exact).
     visible, visible_params = visible_jobs("j.")
+    # (By the minute and keys: a burst of like failures is a few rows.)
     parts = [
-        f"SELECT 'j' AS src, j.status_changed AS at, j.owner_id, j.owner_group_id, j.site, "
-        f"j.error_code, j.error_category, j.status_reason, coalesce(t.task_id, 0), 1, j.id "
+        f"SELECT 'j' AS src, date_trunc('minute', j.status_changed) AS at, j.owner_id, "
+        f"j.owner_group_id, j.site, j.error_code, j.error_category, j.status_reason, "
+        f"coalesce(t.task_id, 0), count(*), min(j.id) "
         f"FROM {JOBS} j LEFT JOIN {TASK_JOBS} t ON t.job_id = j.id "
         f"WHERE j.status = %s AND j.status_changed >= %s "
-        f"{'' if exact else 'AND j.status_changed < %s'} AND {visible}"
+        f"{'' if exact else 'AND j.status_changed < %s'} AND {visible} "
+        f"GROUP BY 2, 3, 4, 5, 6, 7, 8, 9"
     ]
     params += [FAILED, since, *([] if exact else [first_hour]), *visible_params]
     if not exact:
