@@ -10,7 +10,9 @@ into FailedJobCount, eight rows per job: kinds "g" (a group's jobs per keys), "t
 total), "o" (an owner's jobs per keys), "u" (an owner's total), each per hour and per day. A
 row's `first_job` is the lowest id among its jobs; when that job leaves, it is looked up again
 among the bucket's failed jobs in the job table (one bucket: an hour or a day of failures).
-`rebuild` recounts from the job table.
+`rebuild` recounts from the job table. Every writer takes these tables before the job counts'
+(rollups.py): the mover records here first, the fold folds here first, `rebuild` locks these
+first, so that none waits for another in the opposite order.
 
 Size: a row per distinct keys per bucket. Reasons are grouped by their text; a reason that
 names the job (free text from a pilot) makes a row per job in "g" and "o" buckets: the rollup

@@ -442,8 +442,8 @@ def purge_jobs(ids: Sequence[int]) -> list[int]:
         gone = sorted(r[0] for r in rows)
         if not gone:
             return []
-        rollups.record(((o, g, site, st, "", "") for _, o, g, site, st in rows), clock.now())
         failures.record({k: failed[k] for k in gone if k in failed}, {})
+        rollups.record(((o, g, site, st, "", "") for _, o, g, site, st in rows), clock.now())
         for action, table, column in plain:
             where, params = db.id_in(f'"{column}"', gone)
             if action == "null":

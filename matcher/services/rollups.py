@@ -23,11 +23,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, OperationalError, connection, transaction
 
 from core import db
 from core.cycles import cycle
@@ -130,9 +131,10 @@ def fold(limit: int = FOLD_BATCH) -> int:
             cur.execute("SELECT pg_try_advisory_xact_lock(%s)", [FOLD_LOCK])
             if not cur.fetchone()[0]:
                 return done
+            # The failed jobs' tables first, as the mover and `rebuild` take them.
+            failed = failures.fold(cur, limit)
             cur.execute(_FOLD_SQL, {"limit": limit})
             n = cur.fetchone()[0]
-            failed = failures.fold(cur, limit)
             # Totals that came to nothing go: a reader's state list is the states with jobs.
             cur.execute(f"DELETE FROM {TOTALS} WHERE jobs = 0")
         done += n
@@ -140,15 +142,30 @@ def fold(limit: int = FOLD_BATCH) -> int:
             return done
 
 
-def rebuild() -> dict:
+def rebuild(attempts: int = 5) -> dict:
     """Recount the totals from the job table (repairs; after a load that bypassed the mover):
     in one transaction that locks the rollup tables against the mover's deltas and other folds
     for its time, so that no move is counted twice or lost. The hours are left as they are
     (the history they count is not all in the job table any more); the failed jobs' counts
-    (matcher/services/failures.py) are recounted."""
+    (matcher/services/failures.py) are recounted. A transaction that moves several jobs may
+    hold one table's delta lock while it waits for the other's: PostgreSQL ends the deadlock
+    by failing one side (the rebuild, which waited first), and the rebuild runs again."""
+    for attempt in range(attempts):
+        try:
+            return _rebuild()
+        except OperationalError:
+            if attempt == attempts - 1:
+                raise
+            log.info("rebuilding the job counts lost a race (attempt %d)", attempt + 2)
+            time.sleep(0.05 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def _rebuild() -> dict:
     with transaction.atomic(), connection.cursor() as cur:
+        # In the mover's order (the failed jobs' deltas before the job counts').
         cur.execute(
-            f"LOCK TABLE {DELTAS}, {TOTALS}, {failures.DELTAS}, {failures.COUNTS} IN EXCLUSIVE MODE"
+            f"LOCK TABLE {failures.DELTAS}, {failures.COUNTS}, {DELTAS}, {TOTALS} IN EXCLUSIVE MODE"
         )
         cur.execute(f"SELECT count(*) FROM {DELTAS}")
         dropped = cur.fetchone()[0]
