@@ -10,14 +10,17 @@ into FailedJobCount, eight rows per job: kinds "g" (a group's jobs per keys), "t
 total), "o" (an owner's jobs per keys), "u" (an owner's total), each per hour and per day. A
 row's `first_job` is the lowest id among its jobs; when that job leaves, it is looked up again
 among the bucket's failed jobs in the job table (one bucket: an hour or a day of failures).
-`rebuild` recounts from the job table. Every writer takes these tables before the job counts'
-(rollups.py): the mover records here first, the fold folds here first, `rebuild` locks these
-first, so that none waits for another in the opposite order.
+`rebuild` recounts from the job table. Each move records here before the job counts
+(rollups.py), the fold folds here first and `rebuild` locks these first; a transaction that
+moves several jobs takes the two in turn, and `rebuild` runs again when it deadlocks with one.
 
-Size: a row per distinct keys per bucket. Reasons are grouped by their text; a reason that
-names the job (free text from a pilot) makes a row per job in "g" and "o" buckets: the rollup
-is then as large as the failed jobs (never larger), and the summary reads at most a month of
-it."""
+Size: a row per distinct keys per bucket and kind, never more than the failed jobs (times the
+eight kinds and spans); the summary reads at most a month of it. Reasons are grouped by their
+text, as the page shows and links them: the pilots' error codes give a few reasons each, but a
+reason that names its job (a pilot's free text) makes a "g" and an "o" row per job, and the
+summary then reads as many rows as such jobs. Not bounded here: a cap of reasons per bucket
+(the rest as one "other reasons" row) needs the removal of a job to find the row its entry
+was counted in."""
 
 from __future__ import annotations
 
