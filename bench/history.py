@@ -15,6 +15,11 @@ member (carol), pages through Django's test Client with a session, the API with 
 answer's median of --repeat warm requests is printed (target 300 ms), then the largest
 (`history_max_page_ms`). The retention and migration stalls come from bench/retention.py and
 bench/migration_stall.py. The database is dropped at the end unless --keep.
+
+The full load takes about an hour: `--phase load --database NAME` loads and keeps it (measuring
+only the match before the history), `--phase measure --database NAME` measures it again with
+the code as it is (migrated first, its rollups rebuilt; `--empty-match-p50-ms` the load's figure
+to compare the match with). Each measure's retention run expires another day of the year.
 """
 
 from __future__ import annotations
