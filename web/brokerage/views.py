@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -323,6 +324,8 @@ def analysis_user(request):
     from shares.models import User
 
     username = request.GET.get("user") if request.user.is_staff else None
+    if username and "\x00" in username:  # no name holds one (PostgreSQL text cannot)
+        raise Http404("No such user.")
     user = get_object_or_404(User, username=username) if username else request.user
     params = analysis_services.analysis_params()
     queues = world.load_queues()

@@ -57,6 +57,8 @@ def shares_page(request, editing=None, shown_preview=None, status=200):
 def user_detail(request, username):
     """One user's page: jobs by state, tasks, share standing, analysis caps, recent failures
     (the apps holding them add their sections: web.shares.people). Their own, or staff's."""
+    if "\x00" in username:  # no name holds one (PostgreSQL text cannot): not a lookup
+        raise Http404("No such user.")
     subject = get_object_or_404(User, username=username)
     if not people.may_see(request.user, subject):
         raise Http404("No such user.")
