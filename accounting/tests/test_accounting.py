@@ -4,6 +4,7 @@ them, and a bad window or grouping is a 400 naming it."""
 
 import csv
 import io
+import re
 from datetime import timedelta
 
 import pytest
@@ -139,3 +140,14 @@ def test_a_window_over_two_days_is_drawn_per_day_and_listed_per_hour(client, use
     assert "Jobs finished per hour" in client.get("/accounting/?hours=24").content.decode()
     rows = client.get("/api/v1/accounting/?hours=168&group_by=site").json()["rows"]
     assert len(rows) == 2 and all(r["hour"].endswith(":00:00Z") for r in rows)
+
+
+def test_a_month_with_one_day_of_data_is_drawn_over_the_whole_month(client, users):
+    _bins(users)
+    client.force_login(users["alice"])
+    html = client.get("/accounting/?hours=720&group_by=user").content.decode()
+    hour = clock.now().replace(minute=0, second=0, microsecond=0)
+    first = (hour - timedelta(hours=719)).date().isoformat()
+    after = (hour + timedelta(days=1)).date().isoformat()
+    ranges = re.findall(r'"range":\["(\d{4}-\d\d-\d\d)T[^"]*","(\d{4}-\d\d-\d\d)T', html)
+    assert ranges.count((first, after)) == 5  # every chart, from the window's first day

@@ -32,6 +32,17 @@ def _start(at: datetime, bucket: str) -> datetime:
     return at.replace(hour=0) if bucket == "day" else at
 
 
+def over_window(fig: go.Figure, hours: int, bucket: str, now: datetime) -> go.Figure:
+    """The figure's time axis spans the window of the last `hours` (whole buckets), not only
+    the buckets that have data: a grid sampled for one day of a month shows that day as one
+    day of thirty, not zoomed to its minutes."""
+    step = timedelta(days=1) if bucket == "day" else timedelta(hours=1)
+    first = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)
+    last = now.replace(minute=0, second=0, microsecond=0)
+    fig.update_xaxes(range=[_start(first, bucket), _start(last, bucket) + step])
+    return fig
+
+
 def fold(found: list[Row] | list[Cell], busiest: list[str]) -> tuple[list, str | None]:
     """The rows (or a day's cells) as the charts draw them: those of the SHOWN_KEYS first keys
     of `busiest` (the totals' order) as they are, the others' summed per hour (day) into one

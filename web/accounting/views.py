@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from accounting import report
+from core import clock
 from web.accounting import charts
 from web.accounting.forms import AccountingForm
 from web.core.charts import to_html
@@ -61,13 +62,18 @@ def accounting_page(request):
         drawn, others = charts.fold(found, [t.key for t in totals])
         by = {"bucket": bucket, "group_by": group_by, "others": others}
         per = charts.per_bucket_figure
+        now = clock.now()
+
+        def html(fig) -> str:
+            return to_html(charts.over_window(fig, hours, bucket, now))
+
         charts_html = {
             "bucket": bucket,
-            "running": to_html(charts.running_figure(drawn, covered, **by)),
-            "ended": to_html(per(drawn, lambda r: r.finished, "jobs finished", **by)),
-            "failed": to_html(per(drawn, lambda r: r.failed, "jobs failed", **by)),
-            "cpu": to_html(per(drawn, lambda r: r.cpu_hours, "CPU hours", counts=False, **by)),
-            "cpu_efficiency": to_html(charts.cpu_efficiency_figure(drawn, **by)),
+            "running": html(charts.running_figure(drawn, covered, **by)),
+            "ended": html(per(drawn, lambda r: r.finished, "jobs finished", **by)),
+            "failed": html(per(drawn, lambda r: r.failed, "jobs failed", **by)),
+            "cpu": html(per(drawn, lambda r: r.cpu_hours, "CPU hours", counts=False, **by)),
+            "cpu_efficiency": html(charts.cpu_efficiency_figure(drawn, **by)),
         }
     query = urlencode({"hours": hours, "group_by": group_by})
     context = {
