@@ -76,6 +76,10 @@ def test_a_count_per_state_filters_the_jobs_list_when_clicked(wide, grid):
     assert sorted(listed_ids(wide)) == sorted(grid["alice"])  # none of bob's
 
 
+# A search field keeps a place for its clear button beside the text, the placeholder's too.
+CLEAR_BUTTON_PX = 16
+
+
 def quick_search(page, text):
     box = page.page.locator("header #quick-search")
     assert box.is_visible()
@@ -97,6 +101,17 @@ def test_the_header_search_goes_to_a_job_a_pilot_and_a_user(wide, grid):
     assert "Nothing found" in wide.page.locator("#search-nothing").inner_text()
     header = wide.page.locator("header.top").bounding_box()
     assert header["height"] < 100  # the box fits the header's row at 1280 px
+    # ... and its placeholder fits the box, not cut to "job, task, pilot or use".
+    room, needed = wide.page.locator("header #quick-search").evaluate(
+        """el => {
+            const style = getComputedStyle(el);
+            const ctx = document.createElement("canvas").getContext("2d");
+            ctx.font = style.font;
+            const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+            return [el.clientWidth - padding, ctx.measureText(el.placeholder).width];
+        }"""
+    )
+    assert needed + CLEAR_BUTTON_PX <= room, (needed, room)
     wide.screenshot("operator-search-1280")
 
 
