@@ -66,11 +66,41 @@ def test_over_the_scan_limit_the_counts_are_of_the_newest_jobs_and_say_so(
 ):
     monkeypatch.setattr(facets, "FACET_SCAN", 2)
     client.force_login(users["alice"])
-    page = client.get("/jobs/")
+    page = client.get("/jobs/?created_after=2000-01-01T00:00Z")  # a filter the rollup lacks
     counted = {f.state or "all": f.count for f in page.context["facets"]}
     assert counted == {"all": 2, "activated": 2}  # alice-1 and alice-2, not the killed alice-0
     assert b"counted over the newest 2 jobs" in page.content
     assert b'id="facets-scanned"' not in client.get("/jobs/?q=alice-2").content
+
+
+def test_with_no_filter_but_owner_group_and_placement_the_counts_are_every_visible_jobs(
+    client, users, jobs, monkeypatch
+):
+    monkeypatch.setattr(facets, "FACET_SCAN", 2)  # the rollup's counts are not a scan: no limit
+
+    def counted(query=""):
+        page = client.get("/jobs/" + query)
+        assert b'id="facets-scanned"' not in page.content
+        return {f.state or "all": f.count for f in page.context["facets"]}
+
+    client.force_login(users["alice"])
+    assert counted() == {"all": 3, "activated": 2, "cancelled": 1}
+    assert counted("?owner=alice&ordering=name") == {"all": 3, "activated": 2, "cancelled": 1}
+    assert counted("?owner=bob") == {"all": 0}  # bob's jobs are not hers to see
+    assert counted("?placed=none&group=lhcb_user") == {"all": 3, "activated": 2, "cancelled": 1}
+    assert counted("?owner=nobody") == {"all": 0}
+    client.force_login(users["carol"])  # erin's lhcb_mc jobs (JobSharing), none of alice's
+    assert counted() == {"all": 2, "activated": 2}
+    assert counted("?group=lhcb_mc") == {"all": 2, "activated": 2}
+    client.force_login(users["admin"])
+    assert counted() == {"all": 7, "activated": 6, "cancelled": 1}
+    assert counted("?owner=bob") == {"all": 2, "activated": 2}
+    assert counted("?group=lhcb_mc&owner=erin") == {"all": 2, "activated": 2}
+    # The counts follow a move at once, folded or not; and they equal the job table's.
+    services.kill_job(jobs["bob"][0].pk, users["admin"])
+    assert counted("?owner=bob") == {"all": 2, "activated": 1, "cancelled": 1}
+    table = Job.objects.filter(owner__username="bob").values_list("status", flat=True)
+    assert sorted(table) == ["activated", "cancelled"]
 
 
 @pytest.fixture

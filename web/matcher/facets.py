@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from django.db import connection
 from django.db.models import Count
 
+from matcher import job_counts
 from matcher.models import Job, JobStatus
+from shares.models import GridGroup, User
 from web.core.pagination import newest_first
-from web.matcher.filters import JobFilterSet
+from web.matcher.filters import NOT_PLACED, JobFilterSet
 from web.matcher.job_ids import is_text_search, opaque_jobs, unscoped_jobs
 
 # Not filters: a facet's link starts from the first page and is never an export.
@@ -20,6 +22,11 @@ NOT_KEPT = ("status", "page", "format")
 # one bounded scan beyond it, never the whole table (staff's list of 1M jobs: a GROUP BY over
 # all of them took 0.4-0.6 s).
 FACET_SCAN = 100_000
+# The list's filters the job counts' rollup answers (each one of its keys, exactly): with no
+# other filter, the facets are every visible job's counts per state from the rollup (exact, a
+# few thousand rows whatever the history), not a scan of the newest jobs. Sorting is no filter.
+ROLLUP_FILTERS = ("owner", "group", "placed")
+NOT_FILTERS = ("ordering",)
 
 
 @dataclass(frozen=True)
@@ -61,11 +68,13 @@ def _newest_counts(queryset, most: int) -> dict[str, int]:
 
 def status_facets(query, visible, user=None, plan=None) -> tuple[list[Facet], int]:
     """(facets, scanned): the "all" facet, then one per state that has jobs (or is chosen), in
-    the lifecycle's order; `scanned` is FACET_SCAN when the selection reaches it (the counts
-    are then those of its newest FACET_SCAN jobs), else 0. `query`: the list's GET parameters;
-    `visible`: the jobs the user may see (`user`: who, for a search's bounded plan; `plan`:
-    the page's web.matcher.job_ids.JobIds, whose search may have found every match already).
-    No facet when the list's other filters are not valid (the page shows their errors)."""
+    the lifecycle's order. With no filter but ROLLUP_FILTERS, every visible job's counts from
+    the job counts' rollup; otherwise `scanned` is FACET_SCAN when the selection reaches it
+    (the counts are then those of its newest FACET_SCAN jobs), else 0. `query`: the list's GET
+    parameters; `visible`: the jobs the user may see (`user`: who, for the rollup and a
+    search's bounded plan; `plan`: the page's web.matcher.job_ids.JobIds, whose search may
+    have found every match already). No facet when the list's other filters are not valid
+    (the page shows their errors)."""
     rest = query.copy()
     chosen = set(rest.getlist("status"))
     for name in NOT_KEPT:
@@ -74,7 +83,10 @@ def status_facets(query, visible, user=None, plan=None) -> tuple[list[Facet], in
     if not filterset.is_valid():
         return [], 0
     known = getattr(plan, "every_match", None)
-    if known is not None and not chosen:  # the list's selection is the facets' one
+    equal = None if user is None else rollup_keys(filterset.form.cleaned_data)
+    if equal is not None:
+        counts = job_counts.by_status(user, **equal)
+    elif known is not None and not chosen:  # the list's selection is the facets' one
         counts = dict(
             Job.objects.filter(pk__in=known).values_list("status").annotate(n=Count("id"))
         )
@@ -96,4 +108,29 @@ def status_facets(query, visible, user=None, plan=None) -> tuple[list[Facet], in
     for state in JobStatus.values:
         if counts.get(state) or state in chosen:
             facets.append(Facet(state, counts.get(state, 0), url(state), state in chosen))
-    return facets, FACET_SCAN if facets[0].count >= FACET_SCAN else 0
+    scanned = equal is None and facets[0].count >= FACET_SCAN
+    return facets, FACET_SCAN if scanned else 0
+
+
+def rollup_keys(cleaned: dict) -> dict | None:
+    """The job counts' keys and values ({"owner_id": ..., "site": ...}) that select what the
+    list's valid filters `cleaned` (its form's cleaned data, the state left out) select, or None
+    when a filter is not one of ROLLUP_FILTERS. An owner or group that does not exist is the
+    id -1, which no job has."""
+    equal: dict = {}
+    for name, value in cleaned.items():
+        if value in (None, "", [], ()) or name == "status" or name in NOT_FILTERS:
+            continue
+        if name not in ROLLUP_FILTERS:
+            return None
+        if name == "placed":
+            equal["site"] = "" if value == NOT_PLACED else value
+            continue
+        model, key, field = (
+            (User, "owner_id", "username")
+            if name == "owner"
+            else (GridGroup, "owner_group_id", "name")
+        )
+        pk = model.objects.filter(**{field: value}).values_list("pk", flat=True).first()
+        equal[key] = -1 if pk is None else pk
+    return equal
