@@ -4,7 +4,6 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -322,11 +321,10 @@ def analysis_user(request):
     """One user's analysis standing: caps against usage, the User Analysis share against its
     target, and the Analysis Stabilizer's max_q_len per queue against the user's queued jobs."""
     from shares.models import User
+    from web.shares.people import user_named_or_404
 
     username = request.GET.get("user") if request.user.is_staff else None
-    if username and "\x00" in username:  # no name holds one (PostgreSQL text cannot)
-        raise Http404("No such user.")
-    user = get_object_or_404(User, username=username) if username else request.user
+    user = user_named_or_404(username) if username else request.user
     params = analysis_services.analysis_params()
     queues = world.load_queues()
     usage, caps = analysis_services.user_caps(user, queues, params)

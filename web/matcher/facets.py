@@ -119,7 +119,7 @@ def rollup_keys(cleaned: dict) -> dict | None:
     id -1, which no job has."""
     equal: dict = {}
     for name, value in cleaned.items():
-        if value in (None, "", [], ()) or name == "status" or name in NOT_FILTERS:
+        if value in (None, "", [], ()) or name in NOT_FILTERS:
             continue
         if name not in ROLLUP_FILTERS:
             return None

@@ -8,6 +8,9 @@ A section is fn(viewer, subject) -> {"id", "title", "head": [...], "rows": [[cel
 
 from __future__ import annotations
 
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
 from shares.models import User
 from web.brokerage import people as brokerage_people
 from web.matcher import people as matcher_people
@@ -19,6 +22,14 @@ SECTIONS = (
     brokerage_people.analysis_caps,
     matcher_people.recent_failures,
 )
+
+
+def user_named_or_404(username: str) -> User:
+    """The user of that name, else 404. A name holding a NUL is no user's (PostgreSQL text
+    cannot hold one), not a lookup the database would refuse with an error."""
+    if "\x00" in username:
+        raise Http404("No such user.")
+    return get_object_or_404(User, username=username)
 
 
 def may_see(viewer, subject: User) -> bool:

@@ -5,7 +5,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from core import gdpconfig
 from matcher.services import groups
-from shares.models import GridGroup, GroupChange, User
+from shares.models import GridGroup, GroupChange
 from shares.services import ShareError
 from web.core.charts import to_html
 from web.core.confirm import confirmation
@@ -57,9 +57,7 @@ def shares_page(request, editing=None, shown_preview=None, status=200):
 def user_detail(request, username):
     """One user's page: jobs by state, tasks, share standing, analysis caps, recent failures
     (the apps holding them add their sections: web.shares.people). Their own, or staff's."""
-    if "\x00" in username:  # no name holds one (PostgreSQL text cannot): not a lookup
-        raise Http404("No such user.")
-    subject = get_object_or_404(User, username=username)
+    subject = people.user_named_or_404(username)
     if not people.may_see(request.user, subject):
         raise Http404("No such user.")
     context = {
